@@ -1,0 +1,174 @@
+/**
+ * Command-line flags and environment, compatible with the Go espejo (`--reconcile-interval`, `--metrics-addr`,
+ * `--enable-leader-election`, `-v/--verbose`, `WATCH_NAMESPACE`); everything else is an addition.
+ */
+import { Command, InvalidArgumentError, Option } from "commander";
+import { parseGoDuration } from "./duration.ts";
+
+export interface Config {
+  reconcileIntervalMs: number;
+  metricsAddr: ListenAddr | undefined;
+  healthAddr: ListenAddr | undefined;
+  enableLeaderElection: boolean;
+  leaderElectionNamespace: string | undefined;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  verbose: boolean;
+  kubeconfig: string | undefined;
+  logFormat: "text" | "json";
+  kubeApiQps: number;
+  kubeApiBurst: number;
+  watchNamespace: string;
+}
+
+export interface ListenAddr {
+  hostname: string;
+  port: number;
+}
+
+/** `:8080`, `127.0.0.1:8080`, `[::1]:8080`; `0` disables the server (as in controller-runtime). */
+export function parseListenAddr(text: string): ListenAddr | undefined {
+  if (text === "0") return undefined;
+  const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) {
+    throw new InvalidArgumentError(`"${text}" is not an address: use host:port, :port, or 0 to disable`);
+  }
+  const host = m[1].replace(/^\[|\]$/g, "");
+  return { hostname: host || "0.0.0.0", port };
+}
+
+function duration(text: string): number {
+  try {
+    const ms = parseGoDuration(text);
+    if (ms <= 0) throw new Error(`"${text}" must be positive`);
+    return ms;
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
+function positiveNumber(text: string): number {
+  const n = Number(text);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`"${text}" is not a positive number`);
+  return n;
+}
+
+export function buildCommand(version: string): Command {
+  return new Command("espejo")
+    .description(
+      "Copies objects into many namespaces as SyncConfig resources (sync.appuio.ch/v1alpha1) describe.\n" +
+        "Environment: WATCH_NAMESPACE limits which SyncConfigs are read to one namespace (empty: all);\n" +
+        "KUBECONFIG is used when --kubeconfig is not given (then the in-cluster service account, then ~/.kube/config).",
+    )
+    .version(version, "--version", "print the version and exit")
+    .helpOption("-h, --help", "show this help and exit")
+    .addOption(
+      new Option(
+        "--reconcile-interval <duration>",
+        "how often every SyncConfig is synced against every namespace (Go duration: 10s, 1m30s)",
+      )
+        .default(10_000, "10s").argParser(duration),
+    )
+    .addOption(
+      new Option("--metrics-addr <addr>", "address of the Prometheus /metrics endpoint; 0 disables it")
+        .default(":8080").argParser((v) => v),
+    )
+    .addOption(
+      new Option("--health-addr <addr>", "address of the /healthz and /readyz probes; 0 disables them")
+        .default(":8081").argParser((v) => v),
+    )
+    .addOption(
+      new Option(
+        "--enable-leader-election",
+        "run as one of several replicas: only the holder of the Lease bd39f6a0.appuio.ch writes",
+      )
+        .default(false),
+    )
+    .addOption(
+      new Option(
+        "--leader-election-namespace <namespace>",
+        "namespace of the leader Lease (default: the pod's namespace)",
+      ),
+    )
+    .addOption(
+      new Option("--lease-duration <duration>", "how long a Lease is valid without renewal").default(15_000, "15s")
+        .argParser(duration),
+    )
+    .addOption(
+      new Option("--renew-deadline <duration>", "how long the leader retries renewing before it gives up").default(
+        10_000,
+        "10s",
+      ).argParser(duration),
+    )
+    .addOption(
+      new Option("--retry-period <duration>", "how often leader election is attempted or renewed").default(2_000, "2s")
+        .argParser(duration),
+    )
+    .addOption(new Option("-v, --verbose", "log at debug level").default(false))
+    .addOption(new Option("--kubeconfig <path>", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"))
+    .addOption(new Option("--log-format <format>", "log format").choices(["text", "json"]).default("text"))
+    .addOption(
+      new Option("--kube-api-qps <qps>", "requests per second to the API server, sustained (watches excluded)")
+        .default(50).argParser(positiveNumber),
+    )
+    .addOption(
+      new Option("--kube-api-burst <requests>", "requests to the API server allowed in a burst above --kube-api-qps")
+        .default(100).argParser(positiveNumber),
+    )
+    .showHelpAfterError("(run with --help for usage)")
+    .allowExcessArguments(false);
+}
+
+/** pflag accepts `--flag=true|false` for booleans; commander does not, so those forms are rewritten first. */
+export function normalizeBooleanFlags(args: string[]): string[] {
+  const booleans = new Set(["--enable-leader-election", "--verbose", "-v"]);
+  const out: string[] = [];
+  for (const a of args) {
+    const m = /^(--?[\w-]+)=(true|false)$/.exec(a);
+    if (m && booleans.has(m[1])) {
+      if (m[2] === "true") out.push(m[1]);
+    } else out.push(a);
+  }
+  return out;
+}
+
+/**
+ * Parses flags and environment. On a bad value commander prints a one-line reason and exits with code 1;
+ * tests pass `exitOverride` to get an exception instead.
+ */
+export function parseConfig(
+  args: string[],
+  env: Record<string, string | undefined>,
+  version = "dev",
+  exitOverride = false,
+): Config {
+  const cmd = buildCommand(version);
+  if (exitOverride) cmd.exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  cmd.parse(normalizeBooleanFlags(args), { from: "user" });
+  const o = cmd.opts();
+  const addr = (flag: string, v: string) => {
+    try {
+      return parseListenAddr(v);
+    } catch (e) {
+      cmd.error(`error: option '${flag}' argument ${(e as Error).message}`);
+    }
+  };
+  return {
+    reconcileIntervalMs: o.reconcileInterval,
+    metricsAddr: addr("--metrics-addr <addr>", o.metricsAddr),
+    healthAddr: addr("--health-addr <addr>", o.healthAddr),
+    enableLeaderElection: o.enableLeaderElection === true,
+    leaderElectionNamespace: o.leaderElectionNamespace,
+    leaseDurationMs: o.leaseDuration,
+    renewDeadlineMs: o.renewDeadline,
+    retryPeriodMs: o.retryPeriod,
+    verbose: o.verbose === true,
+    kubeconfig: o.kubeconfig,
+    logFormat: o.logFormat,
+    kubeApiQps: o.kubeApiQps,
+    kubeApiBurst: o.kubeApiBurst,
+    watchNamespace: (env.WATCH_NAMESPACE ?? "").trim(),
+  };
+}

@@ -1,0 +1,369 @@
+/**
+ * The controller: caches fed by watches, a prioritized queue of keys, and one worker that syncs one namespace (or
+ * one SyncConfig's bookkeeping) at a time.
+ *
+ * Two loops feed the queue. Watch events enqueue the namespace that changed (priority 0) or the SyncConfig that
+ * changed (priority 1, which then enqueues every namespace it selects at priority 1). The timer loop enqueues every
+ * targeted namespace at priority 2 every `--reconcile-interval`. Because there is exactly one worker, syncs never
+ * write concurrently (the "sync mutex" is the worker itself) and it is held for one namespace at a time, so a new
+ * namespace waits for at most one unit of a full pass. Status is flushed at priority 3: after the burst of work
+ * that changed it, once per SyncConfig.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { KubeClient } from "./kube/client.ts";
+import { Discovery } from "./kube/discovery.ts";
+import { Reflector, sleep } from "./kube/reflector.ts";
+import { Executor, type ItemResult } from "./executor.ts";
+import type { Metrics } from "./metrics.ts";
+import { deepEqual, type KubeObject } from "./objects.ts";
+import { WorkQueue } from "./queue.ts";
+import { ResourceCaches } from "./resource_caches.ts";
+import type { NamespaceFacts } from "./selector.ts";
+import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./status.ts";
+import { type CompileResult, compileSyncConfig, keyOf, type SyncConfig } from "./syncconfig.ts";
+
+const log = getLogger(["espejo", "controller"]);
+
+export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
+
+/** Queue priorities: lower goes first. */
+export const Priority = { namespace: 0, syncConfig: 1, interval: 2, status: 3 } as const;
+const TRIGGER = ["namespace", "syncconfig", "interval"];
+
+export interface NamespaceInfo extends NamespaceFacts {
+  phase: string;
+}
+
+interface NamespaceOutcome {
+  synced: number;
+  deleted: number;
+  failed: number;
+  errors: string[];
+}
+
+export interface ControllerOptions {
+  client: KubeClient;
+  /** Only SyncConfigs in this namespace are read; empty means all namespaces (WATCH_NAMESPACE). */
+  watchNamespace: string;
+  reconcileIntervalMs: number;
+  metrics: Metrics;
+  /** Resolves once this process may write (leader election); default: at once. */
+  leadership?: (signal: AbortSignal) => Promise<void>;
+  now?: () => Date;
+}
+
+export class Controller {
+  readonly namespaces: Reflector<NamespaceInfo>;
+  readonly syncConfigs: Reflector<SyncConfig>;
+  readonly queue = new WorkQueue<string>(4);
+  readonly #compiled = new Map<string, { generation: number; result: CompileResult }>();
+  readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
+  readonly #dirty = new Set<string>();
+  readonly #retries = new Map<string, number>();
+  #caches?: ResourceCaches;
+  #executor?: Executor;
+  #lastProgress = Date.now();
+
+  constructor(private readonly opts: ControllerOptions) {
+    this.namespaces = new Reflector<NamespaceInfo>(opts.client, {
+      path: "/api/v1/namespaces",
+      decode: (raw) => ({
+        name: raw.metadata?.name ?? "",
+        labels: raw.metadata?.labels ?? {},
+        phase: (raw.status as { phase?: string } | undefined)?.phase ?? "Active",
+      }),
+      onChange: (type, ns, old) => this.#onNamespace(type, ns, old),
+      onWatchRestart: (reason) => this.#watchRestart("namespaces", reason),
+      onError: (e, ms) => this.#watchError("namespaces", e, ms),
+    });
+    const scPath = opts.watchNamespace
+      ? `${SYNCCONFIG_API}/namespaces/${opts.watchNamespace}/syncconfigs`
+      : `${SYNCCONFIG_API}/syncconfigs`;
+    this.syncConfigs = new Reflector<SyncConfig>(opts.client, {
+      path: scPath,
+      decode: (raw) => {
+        const metadata = { ...raw.metadata };
+        delete metadata.managedFields;
+        return { ...raw, metadata } as SyncConfig;
+      },
+      onChange: (type, sc, old) => {
+        if (type === "deleted" || sc.metadata?.generation !== old?.metadata?.generation) {
+          this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
+        }
+      },
+      onWatchRestart: (reason) => this.#watchRestart("syncconfigs", reason),
+      onError: (e, ms) => this.#watchError("syncconfigs", e, ms),
+    });
+  }
+
+  /** True once the namespace and SyncConfig caches hold their first list. */
+  get ready(): boolean {
+    return this.namespaces.hasSynced && this.syncConfigs.hasSynced;
+  }
+
+  /** Milliseconds since the worker last finished a unit or found the queue empty (for liveness). */
+  get idleForMs(): number {
+    return this.queue.idle ? 0 : Date.now() - this.#lastProgress;
+  }
+
+  /** Runs until `signal` aborts; finishes the unit in progress before returning. */
+  async run(signal: AbortSignal): Promise<void> {
+    const client = this.opts.client;
+    this.#caches = new ResourceCaches(client, signal, {
+      onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
+      onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
+      onError: (r, e, ms) => this.#watchError(r, e, ms),
+    });
+    this.#executor = new Executor(client, new Discovery(client), this.#caches, (action) => {
+      this.opts.metrics.writes.inc({ action });
+    });
+    signal.addEventListener("abort", () => this.queue.shutdown(), { once: true });
+    this.namespaces.run(signal);
+    this.syncConfigs.run(signal);
+    await Promise.race([Promise.all([this.namespaces.synced, this.syncConfigs.synced]), aborted(signal)]);
+    if (signal.aborted) return;
+    log.info("Caches synced: {namespaces} namespaces, {syncConfigs} SyncConfigs", {
+      namespaces: this.namespaces.size,
+      syncConfigs: this.syncConfigs.size,
+    });
+    await (this.opts.leadership?.(signal) ?? Promise.resolve());
+    if (signal.aborted) return;
+    for (const sc of this.syncConfigs.values()) this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
+    const timer = this.#intervalLoop(signal);
+    await this.#worker();
+    await timer;
+  }
+
+  async #worker(): Promise<void> {
+    for (;;) {
+      this.opts.metrics.queueDepth.set(this.queue.length());
+      const next = await this.queue.get();
+      if (!next) return;
+      const { key, priority } = next;
+      try {
+        if (key === "status") await this.#flushStatus();
+        else if (key.startsWith("cfg/")) this.#syncConfigChanged(key.slice(4));
+        else if (key.startsWith("ns/")) await this.#syncNamespace(key.slice(3), priority);
+      } catch (e) {
+        // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
+        log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
+        this.queue.addAfter(key, priority, 5_000);
+      } finally {
+        this.queue.done(key);
+        this.#lastProgress = Date.now();
+      }
+    }
+  }
+
+  async #intervalLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await sleep(this.opts.reconcileIntervalMs, signal);
+      if (signal.aborted) return;
+      if (this.queue.length(Priority.interval) > 0) continue; // the previous pass is still running
+      for (const ns of this.namespaces.values()) {
+        if (this.#targetedByAny(ns)) this.queue.add(`ns/${ns.name}`, Priority.interval);
+      }
+      // Caches pick up what watches missed, but a status must be refreshed after a pass too.
+      for (const key of this.#compiled.keys()) this.#dirty.add(key);
+      this.queue.add("status", Priority.status);
+    }
+  }
+
+  #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
+    if (type === "deleted") {
+      for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#dirty.add(cfgKey);
+      this.#retries.delete(`ns/${ns.name}`);
+      this.queue.add("status", Priority.status);
+      return;
+    }
+    // Only what selection depends on matters; an annotation change costs nothing.
+    if (old && old.phase === ns.phase && deepEqual(old.labels, ns.labels)) return;
+    this.#namespaceChanged(ns.name);
+  }
+
+  #namespaceChanged(name: string): void {
+    if (this.#compiled.size === 0) return;
+    this.queue.add(`ns/${name}`, Priority.namespace);
+  }
+
+  #targetedByAny(ns: NamespaceInfo): boolean {
+    for (const { result } of this.#compiled.values()) if (result.ok && result.config.selector.selects(ns)) return true;
+    for (const byNs of this.#outcomes.values()) if (byNs.has(ns.name)) return true;
+    return false;
+  }
+
+  /** A SyncConfig was created, changed or deleted: recompile it and enqueue the namespaces it selects. */
+  #syncConfigChanged(key: string): void {
+    const sc = this.syncConfigs.get(key);
+    if (!sc) {
+      this.#compiled.delete(key);
+      this.#outcomes.delete(key);
+      this.opts.metrics.items.remove({ syncconfig: key, state: "synchronized" });
+      log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
+      return;
+    }
+    const generation = (sc.metadata?.generation as number | undefined) ?? 0;
+    let entry = this.#compiled.get(key);
+    if (!entry || entry.generation !== generation) {
+      entry = { generation, result: compileSyncConfig(sc) };
+      this.#compiled.set(key, entry);
+    }
+    const result = entry.result;
+    this.#dirty.add(key);
+    this.queue.add("status", Priority.status);
+    if (!result.ok) {
+      this.#outcomes.delete(key);
+      log.warn("{message}", { syncConfig: key, message: result.message });
+      return;
+    }
+    for (const p of result.config.syncItems.concat().filter((i) => i.problem)) {
+      log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
+    }
+    const byNs = this.#outcomes.get(key) ?? new Map<string, NamespaceOutcome>();
+    this.#outcomes.set(key, byNs);
+    for (const ns of this.namespaces.values()) {
+      if (ns.phase === "Active" && result.config.selector.selects(ns)) {
+        this.queue.add(`ns/${ns.name}`, Priority.syncConfig);
+      } else byNs.delete(ns.name);
+    }
+  }
+
+  /** Syncs one namespace against every valid SyncConfig: the unit of work. */
+  async #syncNamespace(name: string, priority: number): Promise<void> {
+    const started = performance.now();
+    const ns = this.namespaces.get(name);
+    const trigger = TRIGGER[priority] ?? "interval";
+    let retry = false;
+    let failed = false;
+    for (const [cfgKey, { result }] of this.#compiled) {
+      if (!result.ok) continue;
+      const cfg = result.config;
+      const byNs = this.#outcomes.get(cfgKey)!;
+      if (!ns || ns.phase !== "Active" || !cfg.selector.selects(ns)) {
+        if (byNs.delete(name)) this.#dirty.add(cfgKey);
+        continue;
+      }
+      const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+      const ref = { cfg, namespace: name };
+      const record = (r: ItemResult) => {
+        if (r.state === "synced") outcome.synced++;
+        else if (r.state === "deleted") outcome.deleted++;
+        else if (r.state === "failed") {
+          outcome.failed++;
+          outcome.errors.push(r.message);
+          retry ||= r.retriable;
+        }
+      };
+      for (const item of cfg.deleteItems) {
+        const r = await this.#executor!.deleteItem(ref, item);
+        if (r.state === "deleted") {
+          log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
+            kind: item.kind,
+            namespace: name,
+            name: item.name,
+            syncConfig: cfgKey,
+          });
+        }
+        record(r);
+      }
+      for (const item of cfg.syncItems) {
+        const r = await this.#executor!.syncItem(ref, item);
+        if (r.state === "synced" && r.action !== "none") {
+          log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
+            action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
+            kind: item.kind,
+            namespace: name,
+            name: item.name,
+            syncConfig: cfgKey,
+            reason: r.reason,
+          });
+        }
+        record(r);
+      }
+      failed ||= outcome.failed > 0;
+      const before = byNs.get(name);
+      if (!before || !deepEqual(before, outcome)) {
+        const newErrors = outcome.errors.filter((e) => !before?.errors.includes(e));
+        for (const message of newErrors) log.warn("{message}", { syncConfig: cfgKey, namespace: name, message });
+        byNs.set(name, outcome);
+        this.#dirty.add(cfgKey);
+      }
+    }
+    if (this.#dirty.size) this.queue.add("status", Priority.status);
+    const key = `ns/${name}`;
+    if (retry) {
+      const n = (this.#retries.get(key) ?? 0) + 1;
+      this.#retries.set(key, n);
+      this.queue.addAfter(key, Priority.namespace, Math.min(300_000, 1000 * 2 ** (n - 1)));
+    } else {
+      this.#retries.delete(key);
+    }
+    this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
+    this.opts.metrics.syncDuration.observe({ trigger }, (performance.now() - started) / 1000);
+  }
+
+  /** Writes the status of every SyncConfig whose outcome changed, and only if it differs from what is stored. */
+  async #flushStatus(): Promise<void> {
+    const keys = [...this.#dirty];
+    this.#dirty.clear();
+    const now = (this.opts.now?.() ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
+    for (const key of keys) {
+      const sc = this.syncConfigs.get(key);
+      const entry = this.#compiled.get(key);
+      if (!sc || !entry) continue;
+      const current = sc.status as SyncConfigStatus | undefined;
+      let next: SyncConfigStatus;
+      if (!entry.result.ok) {
+        next = invalidStatus(current, entry.result.message, now);
+      } else {
+        const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+        for (const o of this.#outcomes.get(key)?.values() ?? []) {
+          total.synced += o.synced;
+          total.deleted += o.deleted;
+          total.failed += o.failed;
+          total.errors.push(...o.errors);
+        }
+        next = syncedStatus(current, total, now);
+      }
+      this.opts.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
+      this.opts.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
+      this.opts.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
+      if (!statusChanged(current, next)) continue;
+      const [namespace, name] = key.split("/");
+      try {
+        const updated = await this.opts.client.request<KubeObject>({
+          method: "PATCH",
+          path: `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs/${name}/status`,
+          contentType: "application/merge-patch+json",
+          body: { status: next },
+        });
+        this.syncConfigs.upsert(updated);
+      } catch (e) {
+        log.warn("Could not write the status of SyncConfig {syncConfig}: {error}", {
+          syncConfig: key,
+          error: String(e),
+        });
+        this.#dirty.add(key);
+        this.queue.addAfter("status", Priority.status, 2_000);
+      }
+    }
+  }
+
+  #watchRestart(resource: string, reason: string): void {
+    this.opts.metrics.watchRestarts.inc({ resource });
+    log.info("Watch of {resource} restarted: {reason}", { resource, reason });
+  }
+
+  #watchError(resource: string, error: unknown, retryInMs: number): void {
+    this.opts.metrics.watchRestarts.inc({ resource });
+    log.warn("Watch of {resource} failed, retrying in {retryInMs} ms: {error}", {
+      resource,
+      retryInMs,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
+}

@@ -1,0 +1,267 @@
+/**
+ * Performs the items of one SyncConfig in one namespace: reads observed state from the caches, decides with
+ * {@link driftOf}, and writes only what differs. Each item succeeds or fails on its own; a failure carries a
+ * message naming the SyncConfig, the item, the namespace and the API server's reason.
+ */
+import type { KubeClient } from "./kube/client.ts";
+import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
+import { ApiError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "./kube/errors.ts";
+import { driftOf, FIELD_MANAGER, HASH_ANNOTATION } from "./drift.ts";
+import { hashOf, type KubeObject } from "./objects.ts";
+import { MANAGED_LABEL, MANAGED_LABEL_VALUE, type ResourceCaches } from "./resource_caches.ts";
+import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "./syncconfig.ts";
+import { renderTemplate } from "./template.ts";
+
+export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
+
+export type ItemAction = "create" | "update" | "recreate" | "delete" | "none";
+
+export type ItemResult =
+  | { state: "synced"; action: ItemAction; reason?: string }
+  | { state: "deleted" }
+  | { state: "absent" }
+  | { state: "failed"; message: string; retriable: boolean };
+
+export interface ItemRef {
+  cfg: CompiledSyncConfig;
+  namespace: string;
+}
+
+/** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
+const CACHE_WAIT_MS = 30_000;
+
+export class Executor {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly discovery: Discovery,
+    private readonly caches: ResourceCaches,
+    private readonly onWrite: (action: ItemAction) => void = () => {},
+  ) {}
+
+  /** Builds the object `item` asks for in `namespace`, with our marker label and annotations. */
+  static async desired(
+    cfg: CompiledSyncConfig,
+    item: SyncItemSpec,
+    namespace: string,
+  ): Promise<{ object: KubeObject; hash: string }> {
+    const object = renderTemplate(item.template, namespace);
+    const metadata = object.metadata ?? {};
+    metadata.namespace = namespace;
+    metadata.labels = { ...(metadata.labels ?? {}), [MANAGED_LABEL]: MANAGED_LABEL_VALUE };
+    metadata.annotations = { ...(metadata.annotations ?? {}), [OWNER_ANNOTATION]: cfg.key };
+    object.metadata = metadata;
+    const hash = await hashOf(object);
+    metadata.annotations[HASH_ANNOTATION] = hash;
+    return { object, hash };
+  }
+
+  async syncItem(ref: ItemRef, item: SyncItemSpec): Promise<ItemResult> {
+    const what = `.spec.syncItems[${item.index}]` +
+      (item.kind && item.name ? ` (${item.kind} ${renderTemplate(item.name, ref.namespace)})` : "");
+    const fail = (reason: string, retriable = false): ItemResult => ({
+      state: "failed",
+      retriable,
+      message: `SyncConfig ${ref.cfg.key}: ${what} in namespace ${ref.namespace}: ${reason}`,
+    });
+    if (item.problem) {
+      return { state: "failed", retriable: false, message: `SyncConfig ${ref.cfg.key}: ${item.problem}` };
+    }
+    let resource: ResourceInfo;
+    try {
+      resource = await this.#resolve(item.apiVersion, item.kind);
+    } catch (e) {
+      return fail(reasonOf(e), !(e instanceof UnknownKindError));
+    }
+    const { object: desired, hash } = await Executor.desired(ref.cfg, item, ref.namespace);
+    const name = desired.metadata!.name!;
+    const cache = this.caches.managed(resource);
+    if (!(await ready(cache))) {
+      return fail(`the cache of ${resource.resource} is not filled yet${cacheError(cache.lastError)}`, true);
+    }
+    const observed = cache.get(`${ref.namespace}/${name}`);
+    const owner = observed?.object.metadata?.annotations?.[OWNER_ANNOTATION];
+    if (observed && owner && owner !== ref.cfg.key) {
+      return fail(`the object is already managed by SyncConfig ${owner}; two SyncConfigs cannot write the same object`);
+    }
+    if (observed && !driftOf(desired, hash, observed)) return { state: "synced", action: "none" };
+    const path = objectPath(resource, ref.namespace, name);
+    try {
+      if (!observed) {
+        try {
+          const created = await this.#write(
+            "POST",
+            objectPath(resource, ref.namespace, "").replace(/\/$/, ""),
+            desired,
+          );
+          cache.upsert(created);
+          this.onWrite("create");
+          return { state: "synced", action: "create" };
+        } catch (e) {
+          if (!isAlreadyExists(e)) throw e;
+          // Exists without our label (created by hand or by the Go espejo): adopt it with an update.
+        }
+        const current = await this.client.request<KubeObject>({ method: "GET", path });
+        const currentOwner = current.metadata?.annotations?.[OWNER_ANNOTATION];
+        if (currentOwner && currentOwner !== ref.cfg.key) {
+          return fail(
+            `the object is already managed by SyncConfig ${currentOwner}; two SyncConfigs cannot write the same object`,
+          );
+        }
+        return await this.#update(path, desired, current.metadata?.resourceVersion, ref, cache);
+      }
+      return await this.#update(
+        path,
+        desired,
+        observed.object.metadata?.resourceVersion,
+        ref,
+        cache,
+        driftOf(desired, hash, observed),
+      );
+    } catch (e) {
+      return fail(reasonOf(e), e instanceof ApiError ? e.code === 429 || e.code >= 500 || e.code === 409 : true);
+    }
+  }
+
+  async #update(
+    path: string,
+    desired: KubeObject,
+    resourceVersion: string | undefined,
+    ref: ItemRef,
+    cache: ReturnType<ResourceCaches["managed"]>,
+    reason?: string,
+  ): Promise<ItemResult> {
+    const body = { ...desired, metadata: { ...desired.metadata, resourceVersion } };
+    try {
+      const updated = await this.#write("PUT", path, body);
+      cache.upsert(updated);
+      this.onWrite("update");
+      return { state: "synced", action: "update", reason };
+    } catch (e) {
+      if (isConflict(e)) {
+        // Our cached copy was stale: read the current version once and try again.
+        const current = await this.client.request<KubeObject>({ method: "GET", path });
+        const updated = await this.#write("PUT", path, {
+          ...desired,
+          metadata: { ...desired.metadata, resourceVersion: current.metadata?.resourceVersion },
+        });
+        cache.upsert(updated);
+        this.onWrite("update");
+        return { state: "synced", action: "update", reason };
+      }
+      if (isInvalid(e) && ref.cfg.forceRecreate) {
+        await this.client.request({
+          method: "DELETE",
+          path,
+          body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" },
+        }).catch((err) => {
+          if (!isNotFound(err)) throw err;
+        });
+        cache.forget(`${ref.namespace}/${desired.metadata!.name}`);
+        const created = await this.#createWhenGone(path.slice(0, path.lastIndexOf("/")), desired);
+        cache.upsert(created);
+        this.onWrite("recreate");
+        return {
+          state: "synced",
+          action: "recreate",
+          reason: `update rejected (${e instanceof Error ? e.message : e})`,
+        };
+      }
+      throw e;
+    }
+  }
+
+  /** Creates after a delete; while the old object is still being finalized the create says AlreadyExists. */
+  async #createWhenGone(collection: string, desired: KubeObject): Promise<KubeObject> {
+    const deadline = Date.now() + 10_000;
+    for (let wait = 50;; wait = Math.min(wait * 2, 1000)) {
+      try {
+        return await this.#write("POST", collection, desired);
+      } catch (e) {
+        if (!isAlreadyExists(e) || Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  async deleteItem(ref: ItemRef, item: DeleteItemSpec): Promise<ItemResult> {
+    const name = renderTemplate(item.name, ref.namespace);
+    const fail = (reason: string, retriable = false): ItemResult => ({
+      state: "failed",
+      retriable,
+      message:
+        `SyncConfig ${ref.cfg.key}: .spec.deleteItems[${item.index}] (${item.kind} ${name}) in namespace ${ref.namespace}: ${reason}`,
+    });
+    if (item.problem) {
+      return { state: "failed", retriable: false, message: `SyncConfig ${ref.cfg.key}: ${item.problem}` };
+    }
+    let resource: ResourceInfo;
+    try {
+      resource = await this.#resolve(item.apiVersion, item.kind);
+    } catch (e) {
+      return fail(reasonOf(e), !(e instanceof UnknownKindError));
+    }
+    const cache = this.caches.existing(resource);
+    if (!(await ready(cache))) {
+      return fail(`the cache of ${resource.resource} is not filled yet${cacheError(cache.lastError)}`, true);
+    }
+    const key = `${ref.namespace}/${name}`;
+    const existing = cache.get(key);
+    if (!existing) return { state: "absent" };
+    try {
+      await this.client.request({
+        method: "DELETE",
+        path: objectPath(resource, ref.namespace, name),
+        body: {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          propagationPolicy: "Background",
+          preconditions: { uid: existing.uid },
+        },
+      });
+      cache.forget(key);
+      this.onWrite("delete");
+      return { state: "deleted" };
+    } catch (e) {
+      if (isNotFound(e)) {
+        cache.forget(key);
+        return { state: "absent" };
+      }
+      if (isConflict(e)) return { state: "absent" }; // uid precondition: a different object now has that name
+      return fail(reasonOf(e), e instanceof ApiError ? e.code === 429 || e.code >= 500 : true);
+    }
+  }
+
+  async #resolve(apiVersion: string, kind: string): Promise<ResourceInfo> {
+    const r = await this.discovery.resolve(apiVersion, kind);
+    if (!r.namespaced) {
+      throw new UnknownKindError(`${kind} (${apiVersion}) is cluster-scoped; only namespaced objects are synced`);
+    }
+    return r;
+  }
+
+  #write(method: "POST" | "PUT", path: string, body: KubeObject): Promise<KubeObject> {
+    return this.client.request<KubeObject>({ method, path, body, query: { fieldManager: FIELD_MANAGER } });
+  }
+}
+
+function reasonOf(e: unknown): string {
+  if (e instanceof ApiError) {
+    const reason = e.reason !== "Unknown" ? `${e.reason}: ` : "";
+    return `the API server refused it (${e.code} ${reason}${e.message})`;
+  }
+  return e instanceof Error ? e.message : String(e);
+}
+
+function cacheError(e: unknown): string {
+  return e ? ` (${reasonOf(e)})` : "";
+}
+
+/** Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once. */
+async function ready(cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void> }): Promise<boolean> {
+  const deadline = Date.now() + CACHE_WAIT_MS;
+  while (!cache.hasSynced) {
+    if (cache.lastError || Date.now() > deadline) return false;
+    await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
+  }
+  return true;
+}

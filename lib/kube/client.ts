@@ -1,0 +1,135 @@
+/**
+ * The one narrow interface between the controller and the Kubernetes API (see {@link KubeClient}), and its HTTP
+ * implementation on Deno's fetch. Everything else depends on the interface, never on a client library.
+ */
+import { apiErrorFrom } from "./errors.ts";
+import { TokenBucket } from "./rate_limiter.ts";
+
+export type Verb = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface KubeRequest {
+  method: Verb;
+  /** Absolute API path, e.g. `/api/v1/namespaces/a/configmaps/b`. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  /** Content type of the body; JSON unless a patch says otherwise. */
+  contentType?: string;
+  accept?: string;
+  signal?: AbortSignal;
+}
+
+/** One event of a watch stream, decoded. `object` is a Status for ERROR events. */
+export interface WatchEvent {
+  type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+  object: Record<string, unknown>;
+}
+
+/** What the controller needs from an API server: requests and watch streams. */
+export interface KubeClient {
+  /** Sends one request; resolves with the decoded JSON body, rejects with an `ApiError` on a non-2xx reply. */
+  request<T = unknown>(req: KubeRequest): Promise<T>;
+  /** Opens a watch and yields its events until the server closes the stream or `signal` aborts. */
+  watch(path: string, query: KubeRequest["query"], signal: AbortSignal, accept?: string): AsyncIterable<WatchEvent>;
+}
+
+/** Told about every reply, for metrics. `code` is 0 for a network error. */
+export type ResponseObserver = (r: { method: Verb; path: string; watch: boolean; code: number }) => void;
+
+export interface HttpClientOptions {
+  server: string;
+  caCerts?: string[];
+  /** PEM client certificate and key, for certificate authentication. */
+  cert?: string;
+  key?: string;
+  /** Returns the Authorization header for each request (tokens rotate, so it is asked each time). */
+  authorization?: () => string | undefined | Promise<string | undefined>;
+  qps?: number;
+  burst?: number;
+  userAgent?: string;
+  onResponse?: ResponseObserver;
+}
+
+/** {@link KubeClient} over HTTPS with client-side rate limiting (watches are not rate limited, as in client-go). */
+export class HttpKubeClient implements KubeClient {
+  readonly #http: Deno.HttpClient;
+  readonly #limiter: TokenBucket;
+  readonly #base: string;
+
+  constructor(private readonly opts: HttpClientOptions) {
+    this.#base = opts.server.replace(/\/+$/, "");
+    this.#http = Deno.createHttpClient({
+      caCerts: opts.caCerts,
+      ...(opts.cert && opts.key ? { cert: opts.cert, key: opts.key } : {}),
+    });
+    this.#limiter = new TokenBucket(opts.qps ?? 0, opts.burst ?? 1);
+  }
+
+  close(): void {
+    this.#http.close();
+  }
+
+  async request<T = unknown>(req: KubeRequest): Promise<T> {
+    await this.#limiter.take(req.signal);
+    const res = await this.#fetch(req.method, req.path, req.query, {
+      body: req.body === undefined ? undefined : JSON.stringify(req.body),
+      contentType: req.contentType ?? "application/json",
+      accept: req.accept ?? "application/json",
+      signal: req.signal,
+      watch: false,
+    });
+    const text = await res.text();
+    if (!res.ok) throw apiErrorFrom(res.status, text, res.headers.get("retry-after"));
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  async *watch(
+    path: string,
+    query: KubeRequest["query"],
+    signal: AbortSignal,
+    accept = "application/json",
+  ): AsyncIterable<WatchEvent> {
+    const res = await this.#fetch("GET", path, { ...query, watch: true }, { accept, signal, watch: true });
+    if (!res.ok) throw apiErrorFrom(res.status, await res.text(), res.headers.get("retry-after"));
+    if (!res.body) return;
+    let buffered = "";
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffered += value;
+        let newline: number;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (line) yield JSON.parse(line) as WatchEvent;
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+  }
+
+  async #fetch(
+    method: Verb,
+    path: string,
+    query: KubeRequest["query"],
+    o: { body?: string; contentType?: string; accept: string; signal?: AbortSignal; watch: boolean },
+  ): Promise<Response> {
+    const url = new URL(this.#base + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: o.accept, "user-agent": this.opts.userAgent ?? "espejo" };
+    if (o.body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
+    const auth = await this.opts.authorization?.();
+    if (auth) headers.authorization = auth;
+    try {
+      const res = await fetch(url, { method, headers, body: o.body, signal: o.signal, client: this.#http });
+      this.opts.onResponse?.({ method, path, watch: o.watch, code: res.status });
+      return res;
+    } catch (e) {
+      this.opts.onResponse?.({ method, path, watch: o.watch, code: 0 });
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Typed errors for Kubernetes API replies. A `v1.Status` body becomes an {@link ApiError} carrying the HTTP code and
+ * the Status `reason`, so callers classify failures by code, never by parsing messages.
+ */
+
+/** A non-2xx reply from the API server. */
+export class ApiError extends Error {
+  constructor(
+    /** HTTP status code (404, 409, 422, ...). */
+    readonly code: number,
+    /** `v1.Status` reason (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, `Forbidden`, ...) or `Unknown`. */
+    readonly reason: string,
+    message: string,
+    /** Seconds from a `Retry-After` header or `details.retryAfterSeconds`, when the server sent one. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
+export const isAlreadyExists = (e: unknown): boolean =>
+  e instanceof ApiError && e.code === 409 && e.reason === "AlreadyExists";
+export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.code === 409 && e.reason === "Conflict";
+export const isInvalid = (e: unknown): boolean => e instanceof ApiError && e.code === 422;
+export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
+export const isForbidden = (e: unknown): boolean => e instanceof ApiError && e.code === 403;
+
+/**
+ * Whether retrying the same request later can succeed: throttling, server errors, conflicts and network
+ * failures are transient; validation, permission and not-found errors need a change first.
+ */
+export function isRetriable(e: unknown): boolean {
+  if (e instanceof ApiError) return e.code === 409 || e.code === 429 || e.code >= 500;
+  return !(e instanceof DOMException && e.name === "AbortError");
+}
+
+/** Decodes a failed reply (usually a `v1.Status`) into an {@link ApiError}. */
+export function apiErrorFrom(code: number, bodyText: string, retryAfterHeader: string | null): ApiError {
+  let reason = "Unknown";
+  let message = bodyText.trim().slice(0, 500) || `HTTP ${code}`;
+  let retryAfter = retryAfterHeader ? Number(retryAfterHeader) : undefined;
+  try {
+    const status = JSON.parse(bodyText);
+    if (status && typeof status === "object" && status.kind === "Status") {
+      if (typeof status.reason === "string" && status.reason) reason = status.reason;
+      if (typeof status.message === "string" && status.message) message = status.message;
+      const seconds = status.details?.retryAfterSeconds;
+      if (typeof seconds === "number" && retryAfter === undefined) retryAfter = seconds;
+    }
+  } catch {
+    // Not JSON: keep the raw text as the message.
+  }
+  return new ApiError(code, reason, message, Number.isFinite(retryAfter) ? retryAfter : undefined);
+}

@@ -1,0 +1,216 @@
+/**
+ * An informer-style cache of one resource: list (paged), then watch from the list's resourceVersion with bookmarks,
+ * resume after a dropped watch, relist after 410 Gone, back off with jitter after errors. It never stops on its
+ * own; {@link Reflector.synced} resolves once the first list is in the store.
+ *
+ * Handlers are told about changes only: after a relist, objects whose resourceVersion did not change are not
+ * reported, so a relist causes no work downstream.
+ */
+import type { KubeClient, WatchEvent } from "./client.ts";
+import { ApiError, isGone } from "./errors.ts";
+import type { KubeObject } from "../objects.ts";
+
+export type ChangeType = "added" | "modified" | "deleted";
+export type ChangeHandler<T> = (type: ChangeType, obj: T, old: T | undefined) => void;
+
+export interface ReflectorOptions<T> {
+  /** Collection path, e.g. `/api/v1/namespaces` or `/apis/rbac.authorization.k8s.io/v1/roles`. */
+  path: string;
+  labelSelector?: string;
+  /** Ask for PartialObjectMetadata only (names and labels, no content). */
+  metadataOnly?: boolean;
+  /** Turns a raw object into what is cached (drop what is not needed); undefined skips the object. */
+  decode: (raw: KubeObject) => T | undefined;
+  onChange?: ChangeHandler<T>;
+  /** Told about list/watch failures and restarts (for logs and metrics). */
+  onError?: (error: unknown, willRetryInMs: number) => void;
+  onWatchRestart?: (reason: string) => void;
+  pageSize?: number;
+}
+
+interface Cached<T> {
+  value: T;
+  resourceVersion: string;
+}
+
+const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
+export const objectKey = (o: KubeObject): string =>
+  o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : `${o.metadata?.name}`;
+
+export class Reflector<T> {
+  readonly #store = new Map<string, Cached<T>>();
+  #resourceVersion = "";
+  #synced = false;
+  #resolveSynced!: () => void;
+  /** Resolves once the initial list has been stored. */
+  readonly synced: Promise<void> = new Promise((r) => (this.#resolveSynced = r));
+  /** The last list/watch error, cleared by success; lets callers report a cache that cannot fill. */
+  lastError: unknown;
+
+  constructor(private readonly client: KubeClient, private readonly opts: ReflectorOptions<T>) {}
+
+  get hasSynced(): boolean {
+    return this.#synced;
+  }
+
+  get size(): number {
+    return this.#store.size;
+  }
+
+  get(key: string): T | undefined {
+    return this.#store.get(key)?.value;
+  }
+
+  values(): IterableIterator<T> {
+    return (function* (m) {
+      for (const c of m.values()) yield c.value;
+    })(this.#store);
+  }
+
+  /**
+   * Puts the reply of our own write into the store at once, so the next sync does not act on the stale copy
+   * before the watch delivers the change. The watch event later replaces it.
+   */
+  upsert(raw: KubeObject): void {
+    const value = this.opts.decode(raw);
+    if (value !== undefined) {
+      this.#store.set(objectKey(raw), { value, resourceVersion: raw.metadata?.resourceVersion ?? "" });
+    }
+  }
+
+  /** Forgets an object we deleted, until the watch confirms it. */
+  forget(key: string): void {
+    this.#store.delete(key);
+  }
+
+  /** Runs until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        if (!this.#resourceVersion) await this.#list(signal);
+        failures = 0;
+        await this.#watch(signal);
+        this.lastError = undefined;
+      } catch (e) {
+        if (signal.aborted) return;
+        if (isGone(e)) {
+          this.#resourceVersion = ""; // too old: relist, then resume watching
+          this.opts.onWatchRestart?.("resourceVersion expired (410 Gone), relisting");
+          continue;
+        }
+        this.lastError = e;
+        failures++;
+        const retryAfter = e instanceof ApiError && e.retryAfterSeconds ? e.retryAfterSeconds * 1000 : 0;
+        const wait = Math.max(retryAfter, backoffMs(failures));
+        this.opts.onError?.(e, wait);
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  async #list(signal: AbortSignal): Promise<void> {
+    const seen = new Map<string, Cached<T>>();
+    let continueToken: string | undefined;
+    let rv = "";
+    do {
+      const page = await this.client.request<
+        { metadata: { resourceVersion: string; continue?: string }; items: KubeObject[] }
+      >({
+        method: "GET",
+        path: this.opts.path,
+        query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: continueToken },
+        accept: this.opts.metadataOnly ? METADATA_LIST : undefined,
+        signal,
+      });
+      for (const raw of page.items ?? []) {
+        const value = this.opts.decode(raw);
+        if (value !== undefined) {
+          seen.set(objectKey(raw), { value, resourceVersion: raw.metadata?.resourceVersion ?? "" });
+        }
+      }
+      continueToken = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (continueToken);
+    // Replace the store, telling handlers only what really changed since the last list.
+    for (const [key, old] of this.#store) {
+      if (!seen.has(key)) {
+        this.#store.delete(key);
+        this.opts.onChange?.("deleted", old.value, old.value);
+      }
+    }
+    for (const [key, next] of seen) {
+      const old = this.#store.get(key);
+      this.#store.set(key, next);
+      if (!old) this.opts.onChange?.("added", next.value, undefined);
+      else if (old.resourceVersion !== next.resourceVersion) this.opts.onChange?.("modified", next.value, old.value);
+    }
+    this.#resourceVersion = rv;
+    if (!this.#synced) {
+      this.#synced = true;
+      this.#resolveSynced();
+    }
+  }
+
+  async #watch(signal: AbortSignal): Promise<void> {
+    // The server ends a watch after timeoutSeconds; a random length spreads reconnects like client-go does.
+    const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
+    const events = this.client.watch(
+      this.opts.path,
+      {
+        labelSelector: this.opts.labelSelector,
+        resourceVersion: this.#resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      },
+      signal,
+      this.opts.metadataOnly ? METADATA_WATCH : undefined,
+    );
+    for await (const ev of events) this.#apply(ev);
+  }
+
+  #apply(ev: WatchEvent): void {
+    if (ev.type === "ERROR") {
+      const status = ev.object as { code?: number; reason?: string; message?: string };
+      throw new ApiError(status.code ?? 500, status.reason ?? "Unknown", status.message ?? "watch error");
+    }
+    const raw = ev.object as KubeObject;
+    const rv = raw.metadata?.resourceVersion ?? "";
+    if (rv) this.#resourceVersion = rv;
+    if (ev.type === "BOOKMARK") return;
+    const key = objectKey(raw);
+    const old = this.#store.get(key);
+    if (ev.type === "DELETED") {
+      this.#store.delete(key);
+      if (old) this.opts.onChange?.("deleted", old.value, old.value);
+      return;
+    }
+    const value = this.opts.decode(raw);
+    if (value === undefined) return;
+    this.#store.set(key, { value, resourceVersion: rv });
+    // Already known at this version: the reply of our own write, put in by upsert().
+    if (old && old.resourceVersion === rv) return;
+    this.opts.onChange?.(old ? "modified" : "added", value, old?.value);
+  }
+}
+
+/** Jittered exponential backoff: 0.5s, 1s, 2s, ... capped at 30s, each +-20%. */
+export function backoffMs(failures: number): number {
+  const base = Math.min(30_000, 500 * 2 ** Math.max(0, failures - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

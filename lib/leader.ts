@@ -1,0 +1,189 @@
+/**
+ * Leader election with a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it, under the Go
+ * espejo's Lease name so that old and new controller never write at the same time during a migration.
+ *
+ * A Lease is taken when it is free or its holder has not renewed it for `leaseDuration`, judged by the local
+ * clock from the moment this process last saw it change (clocks of different machines are never compared).
+ */
+import { getLogger } from "@logtape/logtape";
+import type { KubeClient } from "./kube/client.ts";
+import { isConflict, isNotFound } from "./kube/errors.ts";
+import { sleep } from "./kube/reflector.ts";
+
+export const LEASE_NAME = "bd39f6a0.appuio.ch";
+const log = getLogger(["espejo", "leader"]);
+
+export interface LeaderElectionOptions {
+  client: KubeClient;
+  namespace: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  onChange?: (leader: boolean) => void;
+}
+
+interface Lease {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
+export class LeaderElector {
+  #observed?: { lease: Lease; at: number };
+  #leading = false;
+
+  constructor(private readonly o: LeaderElectionOptions) {}
+
+  get path(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases/${LEASE_NAME}`;
+  }
+
+  get isLeader(): boolean {
+    return this.#leading;
+  }
+
+  /** Resolves once this process holds the Lease (or `signal` aborts). */
+  async acquire(signal: AbortSignal): Promise<void> {
+    log.info("Waiting to become leader (Lease {namespace}/{name}, identity {identity})", {
+      namespace: this.o.namespace,
+      name: LEASE_NAME,
+      identity: this.o.identity,
+    });
+    while (!signal.aborted) {
+      if (
+        await this.#tryAcquireOrRenew().catch((
+          e,
+        ) => (log.warn("Leader election: {error}", { error: String(e) }), false))
+      ) {
+        this.#set(true);
+        return;
+      }
+      await sleep(this.o.retryPeriodMs * (1 + Math.random() * 0.2), signal);
+    }
+  }
+
+  /**
+   * Renews every retry period until `signal` aborts (then releases the Lease) or renewal fails for longer than
+   * the renew deadline (then calls `onLost`: the process must stop writing at once).
+   */
+  async hold(signal: AbortSignal, onLost: () => void): Promise<void> {
+    let lastRenew = Date.now();
+    while (!signal.aborted) {
+      await sleep(this.o.retryPeriodMs, signal);
+      if (signal.aborted) break;
+      const ok = await this.#tryAcquireOrRenew().catch(() => false);
+      if (ok) lastRenew = Date.now();
+      else if (Date.now() - lastRenew > this.o.renewDeadlineMs) {
+        this.#set(false);
+        log.error("Lost leadership: the Lease could not be renewed within {ms} ms", { ms: this.o.renewDeadlineMs });
+        onLost();
+        return;
+      }
+    }
+    await this.release();
+  }
+
+  /** Gives the Lease up so a standby can take over at once instead of waiting for it to expire. */
+  async release(): Promise<void> {
+    if (!this.#leading || !this.#observed) return;
+    const lease = this.#observed.lease;
+    if (lease.spec.holderIdentity !== this.o.identity) return;
+    try {
+      await this.o.client.request({
+        method: "PUT",
+        path: this.path,
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: lease.metadata,
+          spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
+        },
+      });
+      log.info("Released the leader Lease");
+    } catch (e) {
+      log.warn("Could not release the leader Lease: {error}", { error: String(e) });
+    }
+    this.#set(false);
+  }
+
+  #set(leading: boolean): void {
+    if (this.#leading !== leading) {
+      this.#leading = leading;
+      this.o.onChange?.(leading);
+      if (leading) log.info("Became leader");
+    }
+  }
+
+  async #tryAcquireOrRenew(): Promise<boolean> {
+    const now = new Date();
+    const durationSeconds = Math.ceil(this.o.leaseDurationMs / 1000);
+    let current: Lease | undefined;
+    try {
+      current = await this.o.client.request<Lease>({ method: "GET", path: this.path });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+    if (!current) {
+      const created = await this.o.client.request<Lease>({
+        method: "POST",
+        path: this.path.slice(0, this.path.lastIndexOf("/")),
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name: LEASE_NAME, namespace: this.o.namespace },
+          spec: {
+            holderIdentity: this.o.identity,
+            leaseDurationSeconds: durationSeconds,
+            acquireTime: microTime(now),
+            renewTime: microTime(now),
+            leaseTransitions: 0,
+          },
+        },
+      }).catch((e) => {
+        if (isConflict(e) || (e as { code?: number }).code === 409) return undefined;
+        throw e;
+      });
+      if (created) this.#observed = { lease: created, at: Date.now() };
+      return created !== undefined;
+    }
+    const prev = this.#observed?.lease;
+    if (!prev || prev.metadata.resourceVersion !== current.metadata.resourceVersion) {
+      this.#observed = { lease: current, at: Date.now() };
+    }
+    const holder = current.spec.holderIdentity ?? "";
+    const heldByMe = holder === this.o.identity;
+    const expiresAt = this.#observed!.at + (current.spec.leaseDurationSeconds ?? durationSeconds) * 1000;
+    if (holder && !heldByMe && Date.now() < expiresAt) return false;
+    const spec = {
+      ...current.spec,
+      holderIdentity: this.o.identity,
+      leaseDurationSeconds: durationSeconds,
+      renewTime: microTime(now),
+      acquireTime: heldByMe ? current.spec.acquireTime : microTime(now),
+      leaseTransitions: (current.spec.leaseTransitions ?? 0) + (heldByMe ? 0 : 1),
+    };
+    try {
+      const updated = await this.o.client.request<Lease>({
+        method: "PUT",
+        path: this.path,
+        body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: current.metadata, spec },
+      });
+      this.#observed = { lease: updated, at: Date.now() };
+      return true;
+    } catch (e) {
+      if (isConflict(e)) return false; // someone else was faster
+      throw e;
+    }
+  }
+}
+
+/** RFC 3339 with microseconds, the format of `MicroTime` fields. */
+function microTime(d: Date): string {
+  return d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}

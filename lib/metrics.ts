@@ -1,0 +1,86 @@
+/**
+ * Prometheus metrics. One {@link Metrics} per process (tests create their own registry), served on
+ * `--metrics-addr` at `/metrics`.
+ */
+import client from "prom-client";
+import type { ResponseObserver } from "./kube/client.ts";
+
+export class Metrics {
+  readonly registry = new client.Registry();
+  readonly apiRequests = new client.Counter({
+    name: "espejo_api_requests_total",
+    help: "Requests sent to the Kubernetes API server, by verb, resource and HTTP code (0 = network error)",
+    labelNames: ["verb", "resource", "code"] as const,
+    registers: [this.registry],
+  });
+  readonly syncs = new client.Counter({
+    name: "espejo_syncs_total",
+    help: "Units of work (one namespace) synced, by trigger (namespace, syncconfig, interval) and result",
+    labelNames: ["trigger", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly syncDuration = new client.Histogram({
+    name: "espejo_sync_duration_seconds",
+    help: "Time to sync one namespace against every SyncConfig that selects it, by trigger",
+    labelNames: ["trigger"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly items = new client.Gauge({
+    name: "espejo_items",
+    help: "Items of each SyncConfig in its last sync, by state (synchronized, deleted, failed)",
+    labelNames: ["syncconfig", "state"] as const,
+    registers: [this.registry],
+  });
+  readonly writes = new client.Counter({
+    name: "espejo_object_writes_total",
+    help: "Objects written in target namespaces, by action (create, update, recreate, delete)",
+    labelNames: ["action"] as const,
+    registers: [this.registry],
+  });
+  readonly queueDepth = new client.Gauge({
+    name: "espejo_queue_depth",
+    help: "Keys waiting in the work queue",
+    registers: [this.registry],
+  });
+  readonly watchRestarts = new client.Counter({
+    name: "espejo_watch_restarts_total",
+    help: "Watches restarted after an error or an expired resourceVersion, by resource",
+    labelNames: ["resource"] as const,
+    registers: [this.registry],
+  });
+  readonly cacheObjects = new client.Gauge({
+    name: "espejo_cache_objects",
+    help: "Objects held in the controller's caches, by cache",
+    labelNames: ["cache"] as const,
+    registers: [this.registry],
+  });
+  readonly isLeader = new client.Gauge({
+    name: "espejo_leader",
+    help: "1 while this process is the leader (or leader election is off), 0 otherwise",
+    registers: [this.registry],
+  });
+
+  constructor(defaultMetrics = false) {
+    if (defaultMetrics) client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** A {@link ResponseObserver} that counts API requests by verb, resource and code. */
+  readonly observeResponse: ResponseObserver = ({ method, path, watch, code }) => {
+    const { resource, named } = resourceOfPath(path);
+    const verb = watch ? "WATCH" : method === "GET" && !named ? "LIST" : method;
+    this.apiRequests.inc({ verb, resource, code: String(code) });
+  };
+}
+
+/** `configmaps` and whether a name follows, from `/api/v1/namespaces/x/configmaps/y`. */
+export function resourceOfPath(path: string): { resource: string; named: boolean } {
+  const parts = path.split("?")[0].split("/").filter(Boolean);
+  // Skip /api/<v> or /apis/<g>/<v>
+  let i = parts[0] === "api" ? 2 : parts[0] === "apis" ? 3 : parts.length;
+  if (i >= parts.length) return { resource: parts.length <= 3 ? "discovery" : parts.join("/"), named: false };
+  if (parts[i] === "namespaces" && parts.length > i + 2) i += 2;
+  const resource = parts[i];
+  const rest = parts.slice(i + 1);
+  return { resource: rest.length >= 2 ? `${resource}/${rest[1]}` : resource, named: rest.length >= 1 };
+}

@@ -1,0 +1,102 @@
+/**
+ * A stingy, prioritized work queue of keys, after client-go's workqueue:
+ * - a key added several times before it is processed is processed once;
+ * - a key added while it is being processed is processed once more afterwards;
+ * - a key is never handed out twice at the same time;
+ * - lower priority numbers go first, and adding a queued key with a lower number promotes it, so a namespace
+ *   event overtakes the remaining units of a full pass.
+ */
+export class WorkQueue<K> {
+  readonly #levels: Set<K>[];
+  readonly #queued = new Map<K, number>();
+  readonly #processing = new Set<K>();
+  readonly #readdAfterDone = new Map<K, number>();
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  #waiters: (() => void)[] = [];
+  #shutDown = false;
+
+  constructor(readonly priorities: number) {
+    this.#levels = Array.from({ length: priorities }, () => new Set<K>());
+  }
+
+  /** Queues `key` at `priority` (0 = most urgent). */
+  add(key: K, priority: number): void {
+    if (this.#shutDown) return;
+    const p = Math.max(0, Math.min(this.priorities - 1, priority));
+    if (this.#processing.has(key)) {
+      this.#readdAfterDone.set(key, Math.min(p, this.#readdAfterDone.get(key) ?? p));
+      return;
+    }
+    const current = this.#queued.get(key);
+    if (current !== undefined) {
+      if (current <= p) return;
+      this.#levels[current].delete(key);
+    }
+    this.#levels[p].add(key);
+    this.#queued.set(key, p);
+    this.#wake();
+  }
+
+  /** Queues `key` after `ms` milliseconds (for backoff). */
+  addAfter(key: K, priority: number, ms: number): void {
+    if (this.#shutDown) return;
+    const t = setTimeout(() => {
+      this.#timers.delete(t);
+      this.add(key, priority);
+    }, ms);
+    this.#timers.add(t);
+  }
+
+  /** The next key and its priority; waits while empty; undefined after {@link shutdown}. Call {@link done} after. */
+  async get(): Promise<{ key: K; priority: number } | undefined> {
+    for (;;) {
+      if (this.#shutDown) return undefined;
+      for (let p = 0; p < this.priorities; p++) {
+        const level = this.#levels[p];
+        const first = level.values().next();
+        if (!first.done) {
+          level.delete(first.value);
+          this.#queued.delete(first.value);
+          this.#processing.add(first.value);
+          return { key: first.value, priority: p };
+        }
+      }
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+
+  /** Marks `key` finished; if it was added meanwhile it is queued again. */
+  done(key: K): void {
+    this.#processing.delete(key);
+    const again = this.#readdAfterDone.get(key);
+    if (again !== undefined) {
+      this.#readdAfterDone.delete(key);
+      this.add(key, again);
+    }
+  }
+
+  /** Number of keys waiting (not counting those being processed), optionally at one priority. */
+  length(priority?: number): number {
+    if (priority !== undefined) return this.#levels[priority]?.size ?? 0;
+    return this.#queued.size;
+  }
+
+  /** Whether nothing is queued or being processed. */
+  get idle(): boolean {
+    return this.#queued.size === 0 && this.#processing.size === 0;
+  }
+
+  /** Stops handing out keys; pending `get` calls resolve with undefined. */
+  shutdown(): void {
+    this.#shutDown = true;
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const w of waiters) w();
+  }
+}

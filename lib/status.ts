@@ -1,0 +1,113 @@
+/**
+ * SyncConfig status as espejo reports it: item counts and the conditions Ready, Errored and Invalid with espejo's
+ * reasons. Pure: computes the next status from the previous one, so an unchanged outcome gives an identical
+ * status (same lastTransitionTime) and no write.
+ */
+import { deepEqual } from "./objects.ts";
+import type { SyncConfig } from "./types/syncconfig.ts";
+
+export type SyncConfigStatus = NonNullable<SyncConfig["status"]>;
+export type Condition = NonNullable<SyncConfigStatus["conditions"]>[number];
+
+export const Reasons = {
+  succeeded: "SynchronizationSucceeded",
+  failed: "SynchronizationFailed",
+  failedWithError: "SynchronizationFailedWithError",
+  invalid: "InvalidSyncConfigSpec",
+  valid: "ValidSyncConfigSpec",
+} as const;
+
+/** What the syncs of one SyncConfig amounted to, summed over its target namespaces. */
+export interface Outcome {
+  synced: number;
+  deleted: number;
+  failed: number;
+  /** Messages of failed items, most useful first; the first few go into conditions. */
+  errors: string[];
+}
+
+const CONDITION_ORDER = ["Ready", "Errored", "Invalid"];
+
+function condition(
+  previous: Condition[],
+  type: string,
+  status: "True" | "False",
+  reason: string,
+  message: string,
+  now: string,
+): Condition {
+  const before = previous.find((c) => c.type === type);
+  const lastTransitionTime = before && before.status === status && before.lastTransitionTime
+    ? before.lastTransitionTime
+    : now;
+  return { type, status, reason, message, lastTransitionTime };
+}
+
+function summarize(errors: string[]): string {
+  if (errors.length === 0) return "";
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more failed items)` : "";
+  return errors[0] + more;
+}
+
+/** The status for an invalid spec: counts zero, Invalid=True with the message, Ready=False. */
+export function invalidStatus(previous: SyncConfigStatus | undefined, message: string, now: string): SyncConfigStatus {
+  const prev = previous?.conditions ?? [];
+  const conditions = [
+    condition(prev, "Ready", "False", Reasons.failed, "Synchronization failed", now),
+    condition(prev, "Invalid", "True", Reasons.invalid, message, now),
+    ...prev.filter((c) => c.type === "Errored"),
+  ];
+  return sortConditions({ synchronizedItemCount: 0, deletedItemCount: 0, failedItemCount: 0, conditions });
+}
+
+/** The status after syncing: Ready unless nothing could be synced or deleted and something failed (espejo). */
+export function syncedStatus(previous: SyncConfigStatus | undefined, o: Outcome, now: string): SyncConfigStatus {
+  const prev = previous?.conditions ?? [];
+  const errored = o.synced === 0 && o.deleted === 0 && o.failed > 0;
+  const conditions: Condition[] = [];
+  if (errored) {
+    conditions.push(condition(prev, "Ready", "False", Reasons.failed, "Synchronization failed", now));
+    conditions.push(
+      condition(
+        prev,
+        "Errored",
+        "True",
+        Reasons.failedWithError,
+        `Could not sync or delete any items: ${summarize(o.errors)}`,
+        now,
+      ),
+    );
+  } else {
+    const message = o.failed > 0
+      ? `Synchronization completed with ${o.failed} failed items: ${summarize(o.errors)}`
+      : "Synchronization completed successfully";
+    conditions.push(condition(prev, "Ready", "True", Reasons.succeeded, message, now));
+    if (prev.some((c) => c.type === "Errored")) {
+      conditions.push(condition(prev, "Errored", "False", Reasons.succeeded, "", now));
+    }
+  }
+  if (prev.some((c) => c.type === "Invalid")) {
+    conditions.push(condition(prev, "Invalid", "False", Reasons.valid, "The spec is valid", now));
+  }
+  return sortConditions({
+    synchronizedItemCount: o.synced,
+    deletedItemCount: o.deleted,
+    failedItemCount: o.failed,
+    conditions,
+  });
+}
+
+function sortConditions(s: SyncConfigStatus): SyncConfigStatus {
+  s.conditions?.sort((a, b) => CONDITION_ORDER.indexOf(a.type) - CONDITION_ORDER.indexOf(b.type));
+  return s;
+}
+
+/** Whether writing `next` would change anything visible; the comparison ignores condition order. */
+export function statusChanged(current: SyncConfigStatus | undefined, next: SyncConfigStatus): boolean {
+  if (!current) return true;
+  const norm = (s: SyncConfigStatus) => ({
+    ...s,
+    conditions: [...(s.conditions ?? [])].sort((a, b) => a.type.localeCompare(b.type)),
+  });
+  return !deepEqual(norm(current), norm(next));
+}

@@ -1,0 +1,131 @@
+/**
+ * espejo: copies objects into many namespaces as SyncConfig resources describe.
+ * Flags -> config, logging, API client, probes and metrics, leader election, the controller, signal handling.
+ */
+import { getLogger } from "@logtape/logtape";
+import { parseConfig } from "./lib/config.ts";
+import { Controller } from "./lib/controller.ts";
+import { serveMetrics, serveProbes } from "./lib/http_server.ts";
+import { HttpKubeClient } from "./lib/kube/client.ts";
+import { loadClientOptions } from "./lib/kube/kubeconfig.ts";
+import { LeaderElector } from "./lib/leader.ts";
+import { setupLogging } from "./lib/logging.ts";
+import { Metrics } from "./lib/metrics.ts";
+import { VERSION } from "./lib/version.ts";
+
+/** A worker that has not finished a unit of work for this long is reported unhealthy by /healthz. */
+const WEDGED_AFTER_MS = 5 * 60_000;
+/** Shutdown must finish within the Deployment's terminationGracePeriodSeconds (30 s); leave a margin. */
+const SHUTDOWN_LIMIT_MS = 20_000;
+
+async function main(): Promise<number> {
+  const config = parseConfig(Deno.args, Deno.env.toObject(), VERSION);
+  await setupLogging(config.logFormat, config.verbose);
+  const log = getLogger(["espejo", "main"]);
+  log.info("Starting espejo {version}", {
+    version: VERSION,
+    reconcileInterval: `${config.reconcileIntervalMs}ms`,
+    watchNamespace: config.watchNamespace || "(all)",
+    leaderElection: config.enableLeaderElection,
+    metricsAddr: config.metricsAddr ? `${config.metricsAddr.hostname}:${config.metricsAddr.port}` : "off",
+    healthAddr: config.healthAddr ? `${config.healthAddr.hostname}:${config.healthAddr.port}` : "off",
+    kubeApiQps: config.kubeApiQps,
+    kubeApiBurst: config.kubeApiBurst,
+  });
+
+  let clientOptions;
+  try {
+    clientOptions = await loadClientOptions(config.kubeconfig);
+  } catch (e) {
+    log.fatal("Cannot load the Kubernetes client configuration: {error}", { error: (e as Error).message });
+    return 1;
+  }
+  const metrics = new Metrics(true);
+  const client = new HttpKubeClient({
+    ...clientOptions,
+    qps: config.kubeApiQps,
+    burst: config.kubeApiBurst,
+    userAgent: `espejo/${VERSION}`,
+    onResponse: metrics.observeResponse,
+  });
+
+  const stop = new AbortController();
+  for (const sig of ["SIGTERM", "SIGINT"] as const) {
+    Deno.addSignalListener(sig, () => {
+      if (stop.signal.aborted) return;
+      log.info("Received {signal}: finishing the unit in progress, then stopping", { signal: sig });
+      stop.abort();
+      setTimeout(() => {
+        log.error("Shutdown took longer than {ms} ms; exiting", { ms: SHUTDOWN_LIMIT_MS });
+        Deno.exit(1);
+      }, SHUTDOWN_LIMIT_MS).unref?.();
+    });
+  }
+
+  let elector: LeaderElector | undefined;
+  if (config.enableLeaderElection) {
+    const namespace = config.leaderElectionNamespace ?? podNamespace() ?? (config.watchNamespace || undefined);
+    if (!namespace) {
+      log.fatal(
+        "--enable-leader-election needs a namespace for its Lease: set --leader-election-namespace or POD_NAMESPACE",
+      );
+      return 1;
+    }
+    elector = new LeaderElector({
+      client,
+      namespace,
+      identity: `${Deno.hostname()}_${crypto.randomUUID()}`,
+      leaseDurationMs: config.leaseDurationMs,
+      renewDeadlineMs: config.renewDeadlineMs,
+      retryPeriodMs: config.retryPeriodMs,
+      onChange: (leader) => metrics.isLeader.set(leader ? 1 : 0),
+    });
+  } else {
+    metrics.isLeader.set(1);
+  }
+
+  const controller = new Controller({
+    client,
+    watchNamespace: config.watchNamespace,
+    reconcileIntervalMs: config.reconcileIntervalMs,
+    metrics,
+    leadership: elector
+      ? async (signal) => {
+        await elector.acquire(signal);
+        elector.hold(signal, () => Deno.exit(1)); // never keep writing without the Lease
+      }
+      : undefined,
+  });
+
+  const servers: Deno.HttpServer[] = [];
+  if (config.metricsAddr) servers.push(serveMetrics(config.metricsAddr, metrics, stop.signal));
+  if (config.healthAddr) {
+    servers.push(serveProbes(config.healthAddr, {
+      ready: () => controller.ready,
+      unhealthy: () =>
+        controller.idleForMs > WEDGED_AFTER_MS
+          ? `the sync worker has not finished a unit of work for ${Math.round(controller.idleForMs / 1000)}s`
+          : undefined,
+    }, stop.signal));
+  }
+
+  await controller.run(stop.signal);
+  await elector?.release();
+  await Promise.all(servers.map((s) => s.finished));
+  client.close();
+  log.info("Stopped");
+  return 0;
+}
+
+/** The namespace of the pod we run in, from POD_NAMESPACE or the service account mount. */
+function podNamespace(): string | undefined {
+  const fromEnv = Deno.env.get("POD_NAMESPACE");
+  if (fromEnv) return fromEnv;
+  try {
+    return Deno.readTextFileSync("/var/run/secrets/kubernetes.io/serviceaccount/namespace").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main());
