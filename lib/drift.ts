@@ -49,11 +49,19 @@ export function driftOf(desired: KubeObject, desiredHash: string, observed: Obse
   return undefined;
 }
 
+/** Go's `omitempty` drops zero values from replies, so a missing field "has" them. */
+function isZeroValue(v: unknown): boolean {
+  if (v === null || v === undefined || v === "" || v === 0 || v === false) return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return isObject(v) && Object.values(v).every(isZeroValue);
+}
+
 function firstMissingPath(desired: unknown, observed: unknown, path: string): string | undefined {
+  if (isZeroValue(desired)) return undefined;
   if (isObject(desired)) {
     if (!isObject(observed)) return path || ".";
     for (const [k, v] of Object.entries(desired)) {
-      if (v === undefined || v === null) continue;
+      if (isZeroValue(v)) continue;
       if (!(k in observed)) return `${path}.${k}`;
       const deeper = firstMissingPath(v, observed[k], `${path}.${k}`);
       if (deeper !== undefined) return deeper;

@@ -50,6 +50,7 @@ export class Executor {
     metadata.labels = { ...(metadata.labels ?? {}), [MANAGED_LABEL]: MANAGED_LABEL_VALUE };
     metadata.annotations = { ...(metadata.annotations ?? {}), [OWNER_ANNOTATION]: cfg.key };
     object.metadata = metadata;
+    normalizeWriteOnlyFields(object);
     const hash = await hashOf(object);
     metadata.annotations[HASH_ANNOTATION] = hash;
     return { object, hash };
@@ -264,4 +265,24 @@ async function ready(cache: { hasSynced: boolean; lastError: unknown; synced: Pr
     await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
   }
   return true;
+}
+
+/**
+ * The API server turns a Secret's write-only `stringData` into base64 `data` and never returns it; doing the same
+ * here keeps the desired object comparable with what is stored (otherwise every sync would see drift).
+ */
+export function normalizeWriteOnlyFields(object: KubeObject): void {
+  if (object.apiVersion !== "v1" || object.kind !== "Secret" || !object.stringData) return;
+  const data = { ...(object.data as Record<string, string> | undefined) };
+  for (const [k, v] of Object.entries(object.stringData as Record<string, unknown>)) {
+    data[k] = encodeBase64(String(v));
+  }
+  object.data = data;
+  delete object.stringData;
+}
+
+function encodeBase64(text: string): string {
+  let binary = "";
+  for (const b of new TextEncoder().encode(text)) binary += String.fromCharCode(b);
+  return btoa(binary);
 }

@@ -1,6 +1,7 @@
 /**
  * A real, throwaway Kubernetes control plane for tests, demos and benchmarks: etcd, kube-apiserver and
- * (optionally) kube-controller-manager running only the namespace and garbage-collector controllers.
+ * (optionally) kube-controller-manager running only the namespace, garbage-collector and
+ * clusterrole-aggregation controllers.
  *
  * Flags, certificates and readiness checks follow controller-runtime's envtest. Everything listens on free
  * loopback ports and lives in a temporary directory that {@link ControlPlane.stop} removes.
@@ -183,7 +184,7 @@ export class ControlPlane {
     await Deno.writeTextFile(kubeconfig, this.kubeconfig(this.admin));
     this.#kcm = this.#spawn("kube-controller-manager", [
       `--kubeconfig=${kubeconfig}`,
-      "--controllers=namespace-controller,garbage-collector-controller",
+      "--controllers=namespace-controller,garbage-collector-controller,clusterrole-aggregation-controller",
       "--leader-elect=false",
       "--secure-port=0",
       "--concurrent-namespace-syncs=5",
@@ -228,52 +229,11 @@ export class ControlPlane {
     });
   }
 
-  /**
-   * A restricted identity: ServiceAccount `namespace/name`, bound to ClusterRole `clusterRole` (and, if given,
-   * Role `role` in `namespace`), with a token from the TokenRequest API. This is how the controller runs in a pod.
-   */
-  async serviceAccount(
-    namespace: string,
-    name: string,
-    clusterRole: string,
-    role?: string,
-  ): Promise<Identity> {
+  /** A restricted identity bound to `clusterRole`; see {@link createServiceAccount}. */
+  async serviceAccount(namespace: string, name: string, clusterRole: string, role?: string): Promise<Identity> {
     const admin = this.client();
     try {
-      const create = async (path: string, body: unknown) => {
-        await admin.request({ method: "POST", path, body }).catch((e) => {
-          if (!isAlreadyExists(e)) throw e;
-        });
-      };
-      await create("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
-      await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
-        apiVersion: "v1",
-        kind: "ServiceAccount",
-        metadata: { name },
-      });
-      const subjects = [{ kind: "ServiceAccount", name, namespace }];
-      await create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "ClusterRoleBinding",
-        metadata: { name: `${namespace}-${name}-${clusterRole}` },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole },
-        subjects,
-      });
-      if (role) {
-        await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name: `${name}-${role}` },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role },
-          subjects,
-        });
-      }
-      const tr = await admin.request<{ status: { token: string } }>({
-        method: "POST",
-        path: `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
-        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 86400 } },
-      });
-      return { username: `system:serviceaccount:${namespace}:${name}`, token: tr.status.token };
+      return await createServiceAccount(admin, namespace, name, clusterRole, role);
     } finally {
       admin.close();
     }
@@ -372,4 +332,51 @@ export async function freePorts(n: number): Promise<number[]> {
 
 export function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * A restricted identity: ServiceAccount `namespace/name`, bound to ClusterRole `clusterRole` (and, if given, Role
+ * `role` in `namespace`), with a token from the TokenRequest API. This is how the controller runs in a pod.
+ */
+export async function createServiceAccount(
+  admin: HttpKubeClient,
+  namespace: string,
+  name: string,
+  clusterRole: string,
+  role?: string,
+): Promise<Identity> {
+  const create = async (path: string, body: unknown) => {
+    await admin.request({ method: "POST", path, body }).catch((e) => {
+      if (!isAlreadyExists(e)) throw e;
+    });
+  };
+  await create("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace } });
+  await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name },
+  });
+  const subjects = [{ kind: "ServiceAccount", name, namespace }];
+  await create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: `${namespace}-${name}-${clusterRole}` },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole },
+    subjects,
+  });
+  if (role) {
+    await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: `${name}-${role}` },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role },
+      subjects,
+    });
+  }
+  const tr = await admin.request<{ status: { token: string } }>({
+    method: "POST",
+    path: `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 86400 } },
+  });
+  return { username: `system:serviceaccount:${namespace}:${name}`, token: tr.status.token };
 }

@@ -1,0 +1,131 @@
+/**
+ * Runs the controller in-process against the test control plane, under the ServiceAccount identity and the
+ * ClusterRole from deploy/ (never as admin), and helpers to read what it did.
+ */
+import { Controller } from "../../lib/controller.ts";
+import { HttpKubeClient } from "../../lib/kube/client.ts";
+import { Metrics } from "../../lib/metrics.ts";
+import type { KubeObject } from "../../lib/objects.ts";
+import { type AuditEvent, createServiceAccount, type Identity } from "../testenv/controlplane.ts";
+import { auditEvents, clientFor, eventually, type TestCluster } from "../testenv/shared.ts";
+import { isNotFound } from "../../lib/kube/errors.ts";
+import { setupLogging } from "../../lib/logging.ts";
+
+// ESPEJO_TEST_LOG=debug shows the controller's log while tests run.
+if (Deno.env.get("ESPEJO_TEST_LOG")) await setupLogging("text", Deno.env.get("ESPEJO_TEST_LOG") === "debug");
+
+export interface RunningController {
+  controller: Controller;
+  metrics: Metrics;
+  identity: Identity;
+  stop(): Promise<void>;
+}
+
+export async function startController(
+  c: TestCluster,
+  opts: { watchNamespace: string; reconcileIntervalMs?: number },
+): Promise<RunningController> {
+  const admin = clientFor(c);
+  const identity = await createServiceAccount(admin, opts.watchNamespace, "espejo", "espejo-manager");
+  admin.close();
+  const metrics = new Metrics();
+  const client = new HttpKubeClient({
+    server: c.server,
+    caCerts: [c.caPem],
+    authorization: () => `Bearer ${identity.token}`,
+    onResponse: metrics.observeResponse,
+    userAgent: "espejo-under-test",
+  });
+  const controller = new Controller({
+    client,
+    watchNamespace: opts.watchNamespace,
+    reconcileIntervalMs: opts.reconcileIntervalMs ?? 600_000,
+    metrics,
+  });
+  const stopper = new AbortController();
+  const running = controller.run(stopper.signal);
+  await eventually(() => controller.ready, 30_000, "controller caches to sync");
+  return {
+    controller,
+    metrics,
+    identity,
+    async stop() {
+      stopper.abort();
+      await running;
+      client.close();
+    },
+  };
+}
+
+/** Audit events caused by `identity` since `since` (ISO time), excluding long-running watches. */
+export async function requestsBy(c: TestCluster, identity: Identity, since: string): Promise<AuditEvent[]> {
+  return (await auditEvents(c)).filter((e) =>
+    e.user.username === identity.username && e.requestReceivedTimestamp >= since && e.verb !== "watch"
+  );
+}
+
+/** An object as tests read it: ConfigMap-like `data` typed for convenience. */
+export type TestObject = KubeObject & { data?: Record<string, string> };
+
+export async function getObject(admin: HttpKubeClient, path: string): Promise<TestObject | undefined> {
+  try {
+    return await admin.request<TestObject>({ method: "GET", path });
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
+export async function createNamespace(admin: HttpKubeClient, name: string, labels: Record<string, string> = {}) {
+  await admin.request({
+    method: "POST",
+    path: "/api/v1/namespaces",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name, labels } },
+  });
+}
+
+export async function createSyncConfig(admin: HttpKubeClient, namespace: string, name: string, spec: unknown) {
+  return await admin.request<KubeObject>({
+    method: "POST",
+    path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${namespace}/syncconfigs`,
+    body: { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig", metadata: { name, namespace }, spec },
+  });
+}
+
+export interface SyncConfigStatusView {
+  synchronizedItemCount?: number;
+  deletedItemCount?: number;
+  failedItemCount?: number;
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
+}
+
+export async function statusOf(admin: HttpKubeClient, namespace: string, name: string): Promise<SyncConfigStatusView> {
+  const sc = await admin.request<{ status?: SyncConfigStatusView }>({
+    method: "GET",
+    path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${namespace}/syncconfigs/${name}`,
+  });
+  return sc.status ?? {};
+}
+
+export function condition(s: SyncConfigStatusView, type: string) {
+  return s.conditions?.find((c) => c.type === type);
+}
+
+/** Current time as the audit log writes it (RFC 3339, microseconds), a little in the past to absorb clock steps. */
+export function auditNow(): string {
+  return new Date(Date.now() - 1).toISOString().replace(/Z$/, "000Z");
+}
+
+/** Sum of a counter's values with the given labels. */
+export async function counterValue(
+  metrics: Metrics,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const json = await metrics.registry.getMetricsAsJSON();
+  const m = json.find((x) => x.name === name);
+  if (!m) return 0;
+  return (m.values as { value: number; labels: Record<string, unknown> }[])
+    .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
+    .reduce((a, v) => a + v.value, 0);
+}

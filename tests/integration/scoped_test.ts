@@ -1,0 +1,161 @@
+/**
+ * Scoped reconciles: a namespace event touches that namespace only, checked against the API server's audit log of
+ * the controller's own identity.
+ */
+import assert from "node:assert/strict";
+import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import {
+  auditNow,
+  counterValue,
+  createNamespace,
+  createSyncConfig,
+  getObject,
+  requestsBy,
+  startController,
+  statusOf,
+} from "./harness.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const items = [
+  { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "one" }, data: { ns: "${PROJECT_NAME}" } },
+  { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "two" } },
+];
+
+Deno.test(
+  "A new namespace is synced alone: only creates, only in that namespace; an ignored one gets no request",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const prefix = uniqueName("scope");
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    try {
+      for (const s of ["a", "b", "c"]) await createNamespace(admin, `${prefix}-${s}`);
+      await createSyncConfig(admin, cfgNs, "first", {
+        namespaceSelector: { matchNames: [`${prefix}-.*`], ignoreNames: [`${prefix}-skip.*`] },
+        syncItems: items,
+      });
+      await createSyncConfig(admin, cfgNs, "second", {
+        namespaceSelector: { matchNames: [`${prefix}-.*`], ignoreNames: [`${prefix}-skip.*`] },
+        syncItems: [{ apiVersion: "v1", kind: "Secret", metadata: { name: "three" }, stringData: { k: "v" } }],
+      });
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "first")).synchronizedItemCount === 6,
+        20_000,
+        "first converged",
+      );
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "second")).synchronizedItemCount === 3,
+        20_000,
+        "second converged",
+      );
+
+      const since = auditNow();
+      const fresh = `${prefix}-new`;
+      await createNamespace(admin, fresh);
+      await eventually(
+        () => getObject(admin, `/api/v1/namespaces/${fresh}/secrets/three`),
+        20_000,
+        "items in the new namespace",
+      );
+      await eventually(() => getObject(admin, `/api/v1/namespaces/${fresh}/configmaps/one`));
+      await eventually(() => getObject(admin, `/api/v1/namespaces/${fresh}/serviceaccounts/two`));
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "first")).synchronizedItemCount === 8,
+        20_000,
+        "status counts the new namespace",
+      );
+      const inNamespaces = (await requestsBy(c, ctl.identity, since)).filter((e) =>
+        e.objectRef?.resource !== "syncconfigs"
+      );
+      assert.deepEqual(
+        inNamespaces.map((e) => `${e.verb} ${e.objectRef?.resource} ${e.objectRef?.namespace}`).sort(),
+        [`create configmaps ${fresh}`, `create secrets ${fresh}`, `create serviceaccounts ${fresh}`],
+      );
+
+      // An ignored namespace: the unit runs (the counter moves) but no request names it.
+      const skipped = `${prefix}-skip`;
+      const before = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" });
+      const since2 = auditNow();
+      await createNamespace(admin, skipped);
+      await eventually(async () =>
+        (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" })) > before
+      );
+      const touching = (await requestsBy(c, ctl.identity, since2)).filter((e) => e.objectRef?.namespace === skipped);
+      assert.deepEqual(touching, []);
+    } finally {
+      await ctl.stop();
+      admin.close();
+    }
+  },
+);
+
+Deno.test(
+  "Relabelling a namespace syncs it alone when it starts matching, and writes nothing when it stops",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const prefix = uniqueName("relabel");
+    const label = `espejo-test/${prefix}`;
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    try {
+      await createNamespace(admin, `${prefix}-member`, { [label]: "yes" });
+      await createNamespace(admin, `${prefix}-later`);
+      await createSyncConfig(admin, cfgNs, "by-label", {
+        namespaceSelector: { labelSelector: { matchExpressions: [{ key: label, operator: "In", values: ["yes"] }] } },
+        syncItems: items,
+      });
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "by-label")).synchronizedItemCount === 2,
+        20_000,
+        "converged",
+      );
+      assert.equal(await getObject(admin, `/api/v1/namespaces/${prefix}-later/configmaps/one`), undefined);
+
+      const since = auditNow();
+      await admin.request({
+        method: "PATCH",
+        path: `/api/v1/namespaces/${prefix}-later`,
+        contentType: "application/merge-patch+json",
+        body: { metadata: { labels: { [label]: "yes" } } },
+      });
+      await eventually(
+        () => getObject(admin, `/api/v1/namespaces/${prefix}-later/configmaps/one`),
+        20_000,
+        "synced after relabel",
+      );
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "by-label")).synchronizedItemCount === 4,
+        20_000,
+        "status",
+      );
+      const writes = (await requestsBy(c, ctl.identity, since)).filter((e) => e.objectRef?.resource !== "syncconfigs");
+      assert.ok(
+        writes.length > 0 && writes.every((e) => e.objectRef?.namespace === `${prefix}-later`),
+        JSON.stringify(writes.map((e) => e.requestURI)),
+      );
+
+      const since2 = auditNow();
+      await admin.request({
+        method: "PATCH",
+        path: `/api/v1/namespaces/${prefix}-later`,
+        contentType: "application/merge-patch+json",
+        body: { metadata: { labels: { [label]: "no" } } },
+      });
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "by-label")).synchronizedItemCount === 2,
+        20_000,
+        "status shrinks",
+      );
+      const after = (await requestsBy(c, ctl.identity, since2)).filter((e) => e.objectRef?.resource !== "syncconfigs");
+      assert.deepEqual(after.map((e) => e.requestURI), [], "nothing written when a namespace stops matching");
+      assert.ok(await getObject(admin, `/api/v1/namespaces/${prefix}-later/configmaps/one`), "and nothing deleted");
+    } finally {
+      await ctl.stop();
+      admin.close();
+    }
+  },
+);

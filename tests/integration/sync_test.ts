@@ -1,0 +1,302 @@
+/** espejo's own behaviours, against the real API server, with the controller under deploy/'s RBAC. */
+import assert from "node:assert/strict";
+import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import {
+  auditNow,
+  condition,
+  counterValue,
+  createNamespace,
+  createSyncConfig,
+  getObject,
+  requestsBy,
+  startController,
+  statusOf,
+} from "./harness.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;
+
+Deno.test("Controller creates items with ${PROJECT_NAME} replaced, only in selected namespaces", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const prefix = uniqueName("t");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await createNamespace(admin, `${prefix}-a`);
+    await createNamespace(admin, `${prefix}-b`, { "espejo-test/tenant": prefix });
+    await createNamespace(admin, `${prefix}-ignored`);
+    await createNamespace(admin, `${prefix}x-other`);
+    await createSyncConfig(admin, cfgNs, "defaults", {
+      namespaceSelector: {
+        matchNames: [`${prefix}-a`, `${prefix}-ign.*`],
+        labelSelector: { matchLabels: { "espejo-test/tenant": prefix } },
+        ignoreNames: [`${prefix}-ignored`],
+      },
+      syncItems: [
+        {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "info", annotations: { team: "${PROJECT_NAME}" } },
+          data: { namespace: "${PROJECT_NAME}", url: "https://example.com/${PROJECT_NAME}/x" },
+        },
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "Role",
+          metadata: { name: "reader" },
+          rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"] }],
+        },
+      ],
+    });
+    for (const ns of [`${prefix}-a`, `${prefix}-b`]) {
+      const cm = await eventually(() => getObject(admin, cmPath(ns, "info")), 20_000, `ConfigMap in ${ns}`);
+      assert.deepEqual(cm.data, { namespace: ns, url: `https://example.com/${ns}/x` });
+      assert.equal(cm.metadata?.annotations?.team, ns);
+      assert.ok(await getObject(admin, `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/reader`));
+    }
+    const s = await eventually(
+      async () => {
+        const s = await statusOf(admin, cfgNs, "defaults");
+        return s.synchronizedItemCount === 4 ? s : undefined;
+      },
+      20_000,
+      "status to count 4 synchronized items",
+    );
+    assert.equal(s.failedItemCount, 0);
+    assert.equal(condition(s, "Ready")?.status, "True");
+    assert.equal(condition(s, "Ready")?.reason, "SynchronizationSucceeded");
+    for (const ns of [`${prefix}-ignored`, `${prefix}x-other`]) {
+      assert.equal(await getObject(admin, cmPath(ns, "info")), undefined, `nothing in ${ns}`);
+    }
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("Controller writes back a drifted object: wrong value replaced, extra key removed", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("drift");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await createNamespace(admin, ns);
+    await createSyncConfig(admin, cfgNs, "drift", {
+      namespaceSelector: { matchNames: [ns] },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "conf" }, data: { a: "1", b: "2" } }],
+    });
+    await eventually(() => getObject(admin, cmPath(ns, "conf")), 20_000, "ConfigMap created");
+    await admin.request({
+      method: "PATCH",
+      path: cmPath(ns, "conf"),
+      query: { fieldManager: "kubectl-edit" },
+      contentType: "application/merge-patch+json",
+      body: { data: { a: "wrong", extra: "added by hand" } },
+    });
+    const restored = await eventually(
+      async () => {
+        const cm = await getObject(admin, cmPath(ns, "conf"));
+        return cm?.data && (cm.data as Record<string, string>).a === "1" && !("extra" in (cm.data as object))
+          ? cm
+          : undefined;
+      },
+      20_000,
+      "the drifted ConfigMap to be written back",
+    );
+    assert.deepEqual(restored.data, { a: "1", b: "2" });
+    // Removing a key is drift too.
+    await admin.request({
+      method: "PATCH",
+      path: cmPath(ns, "conf"),
+      query: { fieldManager: "kubectl-edit" },
+      contentType: "application/json-patch+json",
+      body: [{ op: "remove", path: "/data/b" }],
+    });
+    await eventually(async () => (await getObject(admin, cmPath(ns, "conf")))?.data?.b === "2", 20_000, "b restored");
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("Controller recreates an object whose update is invalid only with forceRecreate", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("recreate");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  const scPath = `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs`;
+  const spec = (value: string, forceRecreate: boolean) => ({
+    forceRecreate,
+    namespaceSelector: { matchNames: [ns] },
+    syncItems: [{
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "frozen" },
+      immutable: true,
+      data: { v: value },
+    }],
+  });
+  try {
+    await createNamespace(admin, ns);
+    await createSyncConfig(admin, cfgNs, "plain", spec("1", false));
+    const first = await eventually(() => getObject(admin, cmPath(ns, "frozen")), 20_000, "ConfigMap created");
+    // Without forceRecreate the rejected update fails the item, with the API server's reason.
+    await admin.request({
+      method: "PATCH",
+      path: `${scPath}/plain`,
+      contentType: "application/merge-patch+json",
+      body: { spec: spec("2", false) },
+    });
+    const failed = await eventually(
+      async () => {
+        const s = await statusOf(admin, cfgNs, "plain");
+        return s.failedItemCount === 1 ? s : undefined;
+      },
+      20_000,
+      "the item to fail",
+    );
+    assert.match(condition(failed, "Errored")?.message ?? "", /ConfigMap frozen.*in namespace .*Invalid/);
+    assert.equal(condition(failed, "Ready")?.status, "False");
+    assert.equal((await getObject(admin, cmPath(ns, "frozen")))?.data?.v, "1");
+    // With forceRecreate it is deleted and created anew.
+    await admin.request({
+      method: "PATCH",
+      path: `${scPath}/plain`,
+      contentType: "application/merge-patch+json",
+      body: { spec: spec("2", true) },
+    });
+    const recreated = await eventually(
+      async () => {
+        const cm = await getObject(admin, cmPath(ns, "frozen"));
+        return cm?.data?.v === "2" ? cm : undefined;
+      },
+      20_000,
+      "the ConfigMap to be recreated",
+    );
+    assert.notEqual(recreated.metadata?.uid, first.metadata?.uid);
+    await eventually(async () => (await statusOf(admin, cfgNs, "plain")).failedItemCount === 0, 20_000, "recovery");
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("Controller deletes deleteItems, and an absent one costs no request", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("del");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await createNamespace(admin, ns);
+    for (const name of ["legacy-" + ns, "keep"]) {
+      await admin.request({
+        method: "POST",
+        path: `/api/v1/namespaces/${ns}/configmaps`,
+        body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name } },
+      });
+    }
+    const since = auditNow();
+    await createSyncConfig(admin, cfgNs, "cleanup", {
+      namespaceSelector: { matchNames: [ns] },
+      deleteItems: [
+        { apiVersion: "v1", kind: "ConfigMap", name: "legacy-${PROJECT_NAME}" },
+        { apiVersion: "v1", kind: "ConfigMap", name: "never-existed" },
+      ],
+    });
+    await eventually(async () => !(await getObject(admin, cmPath(ns, "legacy-" + ns))), 20_000, "legacy deleted");
+    assert.ok(await getObject(admin, cmPath(ns, "keep")), "an object not named is left alone");
+    await eventually(async () => condition(await statusOf(admin, cfgNs, "cleanup"), "Ready")?.status === "True");
+    const deletes = (await requestsBy(c, ctl.identity, since)).filter((e) => e.verb === "delete");
+    assert.deepEqual(deletes.map((e) => e.objectRef?.name), ["legacy-" + ns]);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("Controller reports an invalid spec in the Invalid condition and syncs nothing", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("inv");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await createNamespace(admin, ns);
+    await createSyncConfig(admin, cfgNs, "broken", {
+      namespaceSelector: { matchNames: [ns, "(unclosed"] },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } }],
+    });
+    const s = await eventually(
+      async () => {
+        const s = await statusOf(admin, cfgNs, "broken");
+        return condition(s, "Invalid") ? s : undefined;
+      },
+      20_000,
+      "the Invalid condition",
+    );
+    const invalid = condition(s, "Invalid")!;
+    assert.equal(invalid.status, "True");
+    assert.equal(invalid.reason, "InvalidSyncConfigSpec");
+    assert.match(
+      invalid.message ?? "",
+      /SyncConfig .*\/broken: \.spec\.namespaceSelector\.matchNames\[1\] is not a valid regular expression: missing closing \)/,
+    );
+    assert.equal(condition(s, "Ready")?.status, "False");
+    assert.equal(await getObject(admin, cmPath(ns, "x")), undefined);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("Controller makes no request at all in a full pass where nothing changed", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const prefix = uniqueName("idle");
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 300 });
+  try {
+    for (const s of ["a", "b", "c"]) await createNamespace(admin, `${prefix}-${s}`);
+    await createSyncConfig(admin, cfgNs, "steady", {
+      namespaceSelector: { matchNames: [`${prefix}-.*`] },
+      syncItems: [
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "one" }, data: { k: "${PROJECT_NAME}" } },
+        {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "svc" },
+          spec: { ports: [{ port: 80 }], selector: { app: "x" } },
+        },
+        // stringData is write-only (stored as data) and `data: {}` is dropped: neither may look like drift.
+        { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, stringData: { user: "${PROJECT_NAME}" } },
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "empty", annotations: {} }, data: {} },
+      ],
+      deleteItems: [{ apiVersion: "v1", kind: "Secret", name: "gone" }],
+    });
+    await eventually(
+      async () => (await statusOf(admin, cfgNs, "steady")).synchronizedItemCount === 12,
+      20_000,
+      "converged",
+    );
+    // Let any write caused by convergence settle, then measure two or more full passes.
+    const passesBefore = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" });
+    await eventually(async () =>
+      (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" })) >= passesBefore + 3
+    );
+    const since = auditNow();
+    const passesAtStart = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" });
+    await eventually(
+      async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" })) >= passesAtStart + 6,
+      20_000,
+      "two more full passes",
+    );
+    const requests = await requestsBy(c, ctl.identity, since);
+    assert.deepEqual(requests.map((e) => `${e.verb} ${e.requestURI}`), []);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
