@@ -136,7 +136,7 @@ export class Controller {
 
   async #worker(): Promise<void> {
     for (;;) {
-      this.opts.metrics.queueDepth.set(this.queue.length());
+      this.#updateGauges();
       const next = await this.queue.get();
       if (!next) return;
       const { key, priority } = next;
@@ -347,6 +347,14 @@ export class Controller {
         this.queue.addAfter("status", Priority.status, 2_000);
       }
     }
+  }
+
+  #updateGauges(): void {
+    const m = this.opts.metrics;
+    m.queueDepth.set(this.queue.length());
+    m.cacheObjects.set({ cache: "namespaces" }, this.namespaces.size);
+    m.cacheObjects.set({ cache: "syncconfigs" }, this.syncConfigs.size);
+    for (const [cache, size] of Object.entries(this.#caches?.sizes() ?? {})) m.cacheObjects.set({ cache }, size);
   }
 
   #watchRestart(resource: string, reason: string): void {

@@ -1,0 +1,18 @@
+# espejo: compiled into one binary with `deno compile` in a builder stage, shipped on distroless (glibc, no shell).
+# Build: docker build -t espejo .   (the builder needs network access to fetch npm packages and denort)
+
+FROM denoland/deno:2.5.6 AS build
+WORKDIR /src
+COPY deno.json deno.lock ./
+COPY main.ts ./
+COPY lib ./lib
+# Only what the controller needs: network, environment (KUBECONFIG, WATCH_NAMESPACE, ...), reading the service
+# account token and kubeconfig, and the hostname (for the leader election identity).
+RUN deno compile --allow-net --allow-env --allow-read --allow-sys=hostname,osRelease,uid,gid \
+      --output /out/espejo main.ts
+
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /out/espejo /usr/local/bin/espejo
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["/usr/local/bin/espejo"]
