@@ -37,6 +37,7 @@ try {
   }
   const status = await child.status;
   // deno test prints e.g. "ok | 42 passed (3 steps) | 0 failed (12s)" or "FAILED | 40 passed | 2 failed".
+  // deno-lint-ignore no-control-regex -- strips the runner's ANSI colours
   const m = /(\d+) passed[^|]*\| (\d+) failed/.exec(tail.replace(/\x1b\[[0-9;]*m/g, ""));
   if (m) {
     passed = Number(m[1]);
