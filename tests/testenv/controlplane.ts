@@ -196,27 +196,7 @@ export class ControlPlane {
 
   /** A kubeconfig (YAML) for the given identity. */
   kubeconfig(identity: Identity = this.admin): string {
-    const ca = btoa(this.caPem);
-    return [
-      "apiVersion: v1",
-      "kind: Config",
-      "clusters:",
-      "- name: testenv",
-      "  cluster:",
-      `    server: ${this.server}`,
-      `    certificate-authority-data: ${ca}`,
-      "users:",
-      `- name: ${identity.username}`,
-      "  user:",
-      `    token: ${identity.token}`,
-      "contexts:",
-      "- name: testenv",
-      "  context:",
-      "    cluster: testenv",
-      `    user: ${identity.username}`,
-      "current-context: testenv",
-      "",
-    ].join("\n");
+    return kubeconfigYaml(this.server, this.caPem, identity);
   }
 
   /** An HTTP client for the given identity (admin by default). Close it when done. */
@@ -379,4 +359,28 @@ export async function createServiceAccount(
     body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 86400 } },
   });
   return { username: `system:serviceaccount:${namespace}:${name}`, token: tr.status.token };
+}
+
+/** A kubeconfig (YAML) for `identity` on the API server at `server`. */
+export function kubeconfigYaml(server: string, caPem: string, identity: Identity): string {
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- name: testenv",
+    "  cluster:",
+    `    server: ${server}`,
+    `    certificate-authority-data: ${btoa(caPem)}`,
+    "users:",
+    `- name: ${identity.username}`,
+    "  user:",
+    `    token: ${identity.token}`,
+    "contexts:",
+    "- name: testenv",
+    "  context:",
+    "    cluster: testenv",
+    `    user: ${identity.username}`,
+    "current-context: testenv",
+    "",
+  ].join("\n");
 }

@@ -1,0 +1,111 @@
+/** The controller as a process: flags, probes, metrics, and a clean exit on SIGTERM. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { repoRoot } from "../testenv/build.ts";
+import { createServiceAccount, freePorts, kubeconfigYaml } from "../testenv/controlplane.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const mainTs = join(repoRoot, "main.ts");
+
+async function runMain(args: string[], env: Record<string, string> = {}) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", mainTs, ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, stdout: new TextDecoder().decode(out.stdout), stderr: new TextDecoder().decode(out.stderr) };
+}
+
+Deno.test("main --help lists every flag, and the README documents each of them", opts, async () => {
+  const { code, stdout } = await runMain(["--help"]);
+  assert.equal(code, 0);
+  const flags = [...stdout.matchAll(/(?:^|\s)(--[a-z][a-z-]+)/g)].map((m) => m[1]);
+  for (const f of ["--reconcile-interval", "--metrics-addr", "--enable-leader-election", "--verbose", "--kubeconfig"]) {
+    assert.ok(flags.includes(f), `--help lists ${f}`);
+  }
+  const readme = await Deno.readTextFile(join(repoRoot, "README.md"));
+  for (const f of new Set(flags)) assert.ok(readme.includes(f), `README documents ${f}`);
+  assert.match(stdout, /WATCH_NAMESPACE/);
+});
+
+Deno.test("main exits 1 with a one-line reason on a bad flag value", opts, async () => {
+  for (
+    const [args, reason] of [
+      [["--reconcile-interval", "ten"], /reconcile-interval.*invalid duration "ten"/],
+      [["--metrics-addr", "nonsense"], /metrics-addr.*not an address/],
+      [["--log-format", "xml"], /log-format.*xml/],
+      [["--no-such-flag"], /unknown option '--no-such-flag'/],
+    ] as const
+  ) {
+    const { code, stderr } = await runMain([...args]);
+    assert.equal(code, 1, `${args.join(" ")} exits 1`);
+    assert.match(stderr.split("\n")[0], reason);
+  }
+});
+
+Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("main");
+  const target = uniqueName("main-target");
+  const dir = await Deno.makeTempDir();
+  try {
+    const identity = await createServiceAccount(admin, cfgNs, "espejo", "espejo-manager");
+    const kubeconfig = join(dir, "kubeconfig");
+    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, identity));
+    const [metricsPort, healthPort] = await freePorts(2);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-all",
+        mainTs,
+        "--kubeconfig",
+        kubeconfig,
+        `--metrics-addr=127.0.0.1:${metricsPort}`,
+        `--health-addr=127.0.0.1:${healthPort}`,
+        "--reconcile-interval=1s",
+        "--log-format=json",
+      ],
+      env: { WATCH_NAMESPACE: cfgNs },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+    try {
+      await eventually(
+        async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`)).status === 200,
+        30_000,
+        "ready",
+      );
+      assert.equal((await fetch(`http://127.0.0.1:${healthPort}/healthz`)).status, 200);
+      await createNamespace(admin, target);
+      await createSyncConfig(admin, cfgNs, "via-main", {
+        namespaceSelector: { matchNames: [target] },
+        syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "from-main" }, data: { a: "b" } }],
+      });
+      await eventually(() => getObject(admin, `/api/v1/namespaces/${target}/configmaps/from-main`), 20_000, "synced");
+      const metrics = await eventually(async () => {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        return /espejo_object_writes_total\{action="create"\} 1/.test(text) ? text : undefined;
+      });
+      assert.match(metrics, /espejo_api_requests_total\{verb="POST",resource="configmaps",code="201"\} 1/);
+      assert.match(metrics, /process_resident_memory_bytes/);
+    } finally {
+      const sentAt = Date.now();
+      child.kill("SIGTERM");
+      const status = await child.status;
+      const [stdout] = await output;
+      assert.equal(status.code, 0, `exit code after SIGTERM; output:\n${stdout.slice(-2000)}`);
+      assert.ok(Date.now() - sentAt < 10_000, "exits within 10 s");
+      // JSON lines: every line parses, and the create names namespace and SyncConfig.
+      const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
+      assert.ok(lines.some((l) => /Created ConfigMap/.test(l.message) && l.namespace === target));
+    }
+  } finally {
+    admin.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
