@@ -26,6 +26,8 @@ export interface ReflectorOptions<T> {
   onError?: (error: unknown, willRetryInMs: number) => void;
   onWatchRestart?: (reason: string) => void;
   pageSize?: number;
+  /** A watch with no event (bookmarks included) for this long is restarted. Default 150 s. */
+  idleTimeoutMs?: number;
 }
 
 interface Cached<T> {

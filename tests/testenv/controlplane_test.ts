@@ -69,6 +69,36 @@ Deno.test("The audit log records requests by user, verb and namespace", opts, as
   }
 });
 
+Deno.test("Deleting a namespace completes (the namespace controller runs)", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const ns = uniqueName("doomed");
+  try {
+    await admin.request({
+      method: "POST",
+      path: "/api/v1/namespaces",
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+    });
+    await admin.request({
+      method: "POST",
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "content" } },
+    });
+    await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${ns}` });
+    await eventually(
+      () =>
+        admin.request({ method: "GET", path: `/api/v1/namespaces/${ns}` }).then(
+          () => false,
+          (e) => e instanceof ApiError && e.code === 404,
+        ),
+      60_000,
+      "the namespace to be gone",
+    );
+  } finally {
+    admin.close();
+  }
+});
+
 Deno.test("The API server restarts on the same port and etcd, and a watch resumes", opts, async () => {
   const cp = await ControlPlane.start({ controllerManager: false, log: () => {} });
   const client = cp.client();
