@@ -111,7 +111,8 @@ async function main(): Promise<number> {
 
   await controller.run(stop.signal);
   await elector?.release();
-  await Promise.all(servers.map((s) => s.finished));
+  // Idle keep-alive connections of scrapers can hold a graceful server shutdown open; do not wait for them long.
+  await Promise.race([Promise.all(servers.map((s) => s.finished)), new Promise((r) => setTimeout(r, 1000))]);
   client.close();
   log.info("Stopped");
   return 0;

@@ -121,16 +121,34 @@ export function buildCommand(version: string): Command {
     .allowExcessArguments(false);
 }
 
-/** pflag accepts `--flag=true|false` for booleans; commander does not, so those forms are rewritten first. */
+const TRUE_SPELLINGS = new Set(["1", "t", "T", "TRUE", "true", "True"]);
+const FALSE_SPELLINGS = new Set(["0", "f", "F", "FALSE", "false", "False"]);
+
+/**
+ * pflag accepts `--flag=<bool>` for booleans in every strconv.ParseBool spelling, and the last occurrence wins;
+ * commander knows only the bare flag. So boolean flags are resolved here and passed on bare, once, when true.
+ */
 export function normalizeBooleanFlags(args: string[]): string[] {
-  const booleans = new Set(["--enable-leader-election", "--verbose", "-v"]);
+  const aliases: Record<string, string> = {
+    "--enable-leader-election": "--enable-leader-election",
+    "--verbose": "--verbose",
+    "-v": "--verbose",
+  };
+  const final = new Map<string, boolean>();
   const out: string[] = [];
   for (const a of args) {
-    const m = /^(--?[\w-]+)=(true|false)$/.exec(a);
-    if (m && booleans.has(m[1])) {
-      if (m[2] === "true") out.push(m[1]);
-    } else out.push(a);
+    const m = /^(--?[\w-]+)(?:=(.*))?$/.exec(a);
+    const flag = m ? aliases[m[1]] : undefined;
+    if (!flag) {
+      out.push(a);
+      continue;
+    }
+    const value = m![2];
+    if (value === undefined || TRUE_SPELLINGS.has(value)) final.set(flag, true);
+    else if (FALSE_SPELLINGS.has(value)) final.set(flag, false);
+    else out.push(a); // not a boolean spelling: let commander report it
   }
+  for (const [flag, on] of final) if (on) out.push(flag);
   return out;
 }
 

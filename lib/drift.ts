@@ -40,7 +40,10 @@ export interface ObservedState {
  */
 export function driftOf(desired: KubeObject, desiredHash: string, observed: ObservedState): string | undefined {
   if (observed.object.metadata?.annotations?.[HASH_ANNOTATION] !== desiredHash) return "desired state changed";
-  const missing = firstMissingPath(desired, observed.object, "");
+  // apiVersion and kind are absent from the items of a list (the cache starts from one); the resource path already
+  // fixes them.
+  const { apiVersion: _a, kind: _k, ...content } = desired;
+  const missing = firstMissingPath(content, observed.object, "");
   if (missing !== undefined) return `${missing} was removed`;
   for (const fields of observed.foreign) {
     const foreign = firstForeignDifference(fields, desired, observed.object, "");

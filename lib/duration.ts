@@ -1,46 +1,50 @@
 /**
  * Go's `time.ParseDuration` syntax ("10s", "1m30s", "1.5h", "300ms"), so `--reconcile-interval` accepts exactly
- * what the Go espejo accepted.
+ * what the Go espejo accepted: no spaces, integer nanoseconds (exact decimal fractions), at most 2^63-1 ns.
  */
-const UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  "µs": 1e-3,
-  "μs": 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
+const UNIT_NS: Record<string, bigint> = {
+  ns: 1n,
+  us: 1_000n,
+  "µs": 1_000n,
+  "μs": 1_000n,
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
 };
+const MAX_NS = (1n << 63n) - 1n;
 
 /** Parses a Go duration into milliseconds; throws with a one-line reason on bad input. */
 export function parseGoDuration(text: string): number {
-  const input = text.trim();
-  let rest = input;
-  let sign = 1;
+  const invalid = (why = "expected a number and a unit (ns, us, ms, s, m, h), e.g. 10s or 1m30s") =>
+    new Error(`invalid duration "${text}": ${why}`);
+  let rest = text;
+  let sign = 1n;
   if (rest.startsWith("-") || rest.startsWith("+")) {
-    sign = rest.startsWith("-") ? -1 : 1;
+    sign = rest.startsWith("-") ? -1n : 1n;
     rest = rest.slice(1);
   }
   if (rest === "0") return 0;
-  if (rest === "") throw new Error(`invalid duration "${text}"`);
-  let total = 0;
-  const part = /^(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/;
+  if (rest === "") throw invalid();
+  let totalNs = 0n;
+  const part = /^(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h)/;
   while (rest) {
     const m = part.exec(rest);
-    if (!m) {
-      throw new Error(
-        `invalid duration "${text}": expected a number and a unit (ns, us, ms, s, m, h), e.g. 10s or 1m30s`,
-      );
-    }
-    total += Number(m[1]) * UNIT_MS[m[2]];
+    if (!m || (m[1] === "" && !m[2])) throw invalid();
+    const unit = UNIT_NS[m[3]];
+    const whole = BigInt(m[1] || "0") * unit;
+    // Fraction in exact integer arithmetic, truncated to whole nanoseconds as Go does.
+    const fraction = m[2] ? (BigInt(m[2]) * unit) / 10n ** BigInt(m[2].length) : 0n;
+    totalNs += whole + fraction;
+    if (totalNs > MAX_NS) throw invalid("out of range (more than about 2562047h)");
     rest = rest.slice(m[0].length);
   }
-  return sign * total;
+  return Number(sign * totalNs) / 1e6;
 }
 
-/** Formats milliseconds the way Go prints durations, for logs ("1m30s", "500ms"). */
+/** Formats milliseconds the way Go prints durations, for logs ("1m30s", "500ms", "0s"). */
 export function formatDuration(ms: number): string {
+  if (ms === 0) return "0s";
   if (ms < 1000) return `${ms}ms`;
   const h = Math.floor(ms / 3_600_000);
   const m = Math.floor((ms % 3_600_000) / 60_000);

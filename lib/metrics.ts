@@ -79,6 +79,9 @@ export function resourceOfPath(path: string): { resource: string; named: boolean
   // Skip /api/<v> or /apis/<g>/<v>
   let i = parts[0] === "api" ? 2 : parts[0] === "apis" ? 3 : parts.length;
   if (i >= parts.length) return { resource: parts.length <= 3 ? "discovery" : parts.join("/"), named: false };
+  const namespaceSubresource = parts[i] === "namespaces" && parts.length === i + 3 &&
+    ["status", "finalize"].includes(parts[i + 2]);
+  if (namespaceSubresource) return { resource: `namespaces/${parts[i + 2]}`, named: true };
   if (parts[i] === "namespaces" && parts.length > i + 2) i += 2;
   const resource = parts[i];
   const rest = parts.slice(i + 1);

@@ -73,7 +73,7 @@ export function compileLabelSelector(sel: LabelSelector, field: string): LabelPr
   for (const [key, value] of Object.entries(sel.matchLabels ?? {})) {
     const problem = labelKeyProblem(key) ?? (typeof value === "string" ? labelValueProblem(value) : "must be a string");
     if (problem) throw new SelectorError(`${field}.matchLabels[${JSON.stringify(key)}]`, problem);
-    checks.push((labels) => labels[key] === value);
+    checks.push((labels) => Object.hasOwn(labels, key) && labels[key] === value);
   }
   (sel.matchExpressions ?? []).forEach((req, i) => {
     const f = `${field}.matchExpressions[${i}]`;
@@ -93,15 +93,19 @@ export function compileLabelSelector(sel: LabelSelector, field: string): LabelPr
         const set = new Set(values);
         checks.push(
           req.operator === "In"
-            ? (labels) => req.key in labels && set.has(labels[req.key])
-            : (labels) => !(req.key in labels) || !set.has(labels[req.key]),
+            ? (labels) => Object.hasOwn(labels, req.key) && set.has(labels[req.key])
+            : (labels) => !Object.hasOwn(labels, req.key) || !set.has(labels[req.key]),
         );
         break;
       }
       case "Exists":
       case "DoesNotExist":
         if (values.length > 0) throw new SelectorError(`${f}.values`, `must be empty for operator ${req.operator}`);
-        checks.push(req.operator === "Exists" ? (labels) => req.key in labels : (labels) => !(req.key in labels));
+        checks.push(
+          req.operator === "Exists"
+            ? (labels) => Object.hasOwn(labels, req.key)
+            : (labels) => !Object.hasOwn(labels, req.key),
+        );
         break;
       default:
         throw new SelectorError(
@@ -120,8 +124,9 @@ export function compilePattern(pattern: string, field: string): (name: string) =
     throw new SelectorError(field, `is ${pattern.length} characters long, more than the ${MAX_PATTERN_LENGTH} allowed`);
   }
   try {
-    RE2JS.compile(pattern); // alone first, so the error message quotes the user's pattern, not our anchored one
-    const re = RE2JS.compile(`^(?:${pattern})$`);
+    // matches() is a whole-string match, so the pattern is anchored at both ends without rewriting it (wrapping it
+    // in ^(?:...)$ would break a trailing \Q literal and make error messages quote our text instead of the user's).
+    const re = RE2JS.compile(pattern);
     return (name) => re.matches(name);
   } catch (e) {
     const reason = (e instanceof Error ? e.message : String(e)).replace(/^error parsing regexp: /, "");

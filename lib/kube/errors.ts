@@ -40,7 +40,7 @@ export function isRetriable(e: unknown): boolean {
 export function apiErrorFrom(code: number, bodyText: string, retryAfterHeader: string | null): ApiError {
   let reason = "Unknown";
   let message = bodyText.trim().slice(0, 500) || `HTTP ${code}`;
-  let retryAfter = retryAfterHeader ? Number(retryAfterHeader) : undefined;
+  let retryAfter = parseRetryAfter(retryAfterHeader);
   try {
     const status = JSON.parse(bodyText);
     if (status && typeof status === "object" && status.kind === "Status") {
@@ -53,4 +53,14 @@ export function apiErrorFrom(code: number, bodyText: string, retryAfterHeader: s
     // Not JSON: keep the raw text as the message.
   }
   return new ApiError(code, reason, message, Number.isFinite(retryAfter) ? retryAfter : undefined);
+}
+
+/** `Retry-After` is either delay-seconds or an HTTP date (RFC 9110); anything else is ignored. */
+export function parseRetryAfter(header: string | null, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  const trimmed = header.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const at = Date.parse(trimmed);
+  // A date already past says nothing useful; let details.retryAfterSeconds or the backoff decide.
+  return Number.isNaN(at) || at <= now ? undefined : Math.ceil((at - now) / 1000);
 }

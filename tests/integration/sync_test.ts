@@ -300,3 +300,37 @@ Deno.test("Controller makes no request at all in a full pass where nothing chang
     admin.close();
   }
 });
+
+Deno.test("A restarted controller rebuilds its caches and writes nothing", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const prefix = uniqueName("restart");
+  let ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    for (const s of ["a", "b"]) await createNamespace(admin, `${prefix}-${s}`);
+    await createSyncConfig(admin, cfgNs, "survivor", {
+      namespaceSelector: { matchNames: [`${prefix}-.*`] },
+      syncItems: [
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "one" }, data: { k: "${PROJECT_NAME}" } },
+        {
+          apiVersion: "networking.k8s.io/v1",
+          kind: "NetworkPolicy",
+          metadata: { name: "same-ns" },
+          spec: { podSelector: {}, ingress: [{ from: [{ podSelector: {} }] }] },
+        },
+      ],
+    });
+    await eventually(async () => (await statusOf(admin, cfgNs, "survivor")).synchronizedItemCount === 4, 20_000);
+    await ctl.stop();
+    const since = auditNow();
+    ctl = await startController(c, { watchNamespace: cfgNs });
+    // Every targeted namespace is synced once after the start (from the SyncConfig's initial event).
+    await eventually(async () => (await counterValue(ctl.metrics, "espejo_syncs_total")) >= 2, 20_000, "syncs");
+    const writes = (await requestsBy(c, ctl.identity, since)).filter((e) => !["get", "list"].includes(e.verb));
+    assert.deepEqual(writes.map((e) => `${e.verb} ${e.requestURI}`), []);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});

@@ -1,0 +1,395 @@
+/**
+ * `deno task bench [--sizes 100,300,1000] [--samples 100]`: measures the API load and latency of espejo on a real
+ * control plane, counting requests in the API server's audit log. Writes bench/results/latest.{json,md,svg} and
+ * prints the table. Reports figures; never fails on them.
+ *
+ * Per size N: N namespaces, M=5 SyncConfigs of K=4 items and 2 deleteItems each. The controller runs as a
+ * process (main.ts) under the ServiceAccount and RBAC of deploy/.
+ *  Phase 1 (--reconcile-interval=1h, so nothing but events causes work): converge; (a) one new namespace;
+ *  (c) latency of new namespaces while idle; (d) a new SyncConfig over all namespaces; (e) one edited item;
+ *  (f) resident memory.
+ *  Phase 2 (restart with a short interval): (g) requests of a restart; (b) one steady full pass and its CPU time;
+ *  (c) latency of namespaces created while a full pass runs.
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { repoRoot } from "../tests/testenv/build.ts";
+import { ControlPlane, freePorts, kubeconfigYaml } from "../tests/testenv/controlplane.ts";
+import type { AuditEvent, Identity } from "../tests/testenv/controlplane.ts";
+import { installBase } from "../tests/testenv/shared.ts";
+import type { HttpKubeClient } from "../lib/kube/client.ts";
+import { Reflector } from "../lib/kube/reflector.ts";
+import { AuditTail, countBy, percentile } from "./audit_tail.ts";
+import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
+import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
+import { renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
+
+const M = 5;
+const K = ITEMS_PER_CONFIG;
+const CONFIG_NS = "bench-config";
+const SC_API = `/apis/sync.appuio.ch/v1alpha1/namespaces/${CONFIG_NS}/syncconfigs`;
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { sizes: { type: "string", default: "100,300,1000" }, samples: { type: "string", default: "100" } },
+});
+const sizes = values.sizes!.split(",").map(Number);
+const samples = Number(values.samples);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (s: string) => console.error(`bench: ${s}`);
+
+async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 600_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+async function pool<T>(items: T[], concurrency: number, fn: (t: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  }));
+}
+
+/** The controller as a process, with its /metrics. */
+class ControllerProcess {
+  child!: Deno.ChildProcess;
+  constructor(
+    readonly kubeconfig: string,
+    readonly metricsPort: number,
+    readonly healthPort: number,
+    readonly logFile: string,
+  ) {}
+
+  async start(intervalSeconds: number): Promise<void> {
+    const args = [
+      "run",
+      "--allow-all",
+      join(repoRoot, "main.ts"),
+      "--kubeconfig",
+      this.kubeconfig,
+      `--metrics-addr=127.0.0.1:${this.metricsPort}`,
+      `--health-addr=127.0.0.1:${this.healthPort}`,
+      `--reconcile-interval=${intervalSeconds}s`,
+      "--kube-api-qps=1000",
+      "--kube-api-burst=2000",
+      "--log-format=json",
+    ];
+    // The shell sends the log straight to a file: nothing in this process has to keep a pipe drained.
+    const quoted = [Deno.execPath(), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+    this.child = new Deno.Command("sh", {
+      args: ["-c", `exec ${quoted} >>'${this.logFile}' 2>&1`],
+      env: { WATCH_NAMESPACE: CONFIG_NS },
+      stdin: "null",
+    }).spawn();
+    await until("controller ready", async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${this.healthPort}/readyz`)).status === 200;
+      } catch {
+        return false;
+      }
+    }, 60_000);
+  }
+
+  async metrics(): Promise<Samples> {
+    return parsePrometheusText(await (await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`)).text());
+  }
+
+  async stop(): Promise<void> {
+    this.child.kill("SIGTERM");
+    await this.child.status;
+  }
+}
+
+/** Watches the objects espejo writes, to time when a namespace has all its items. */
+class Arrivals {
+  readonly counts = new Map<string, number>();
+  readonly completedAt = new Map<string, number>();
+  readonly #stop = new AbortController();
+
+  constructor(client: HttpKubeClient, readonly perNamespace: () => number) {
+    for (
+      const path of [
+        "/api/v1/configmaps",
+        "/apis/rbac.authorization.k8s.io/v1/roles",
+        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+        "/apis/networking.k8s.io/v1/networkpolicies",
+      ]
+    ) {
+      const r = new Reflector(client, {
+        path,
+        labelSelector: "sync.appuio.ch/managed-by=espejo",
+        decode: (raw) => raw.metadata?.namespace ?? "",
+        onChange: (type, ns) => {
+          if (type !== "added") return;
+          const n = (this.counts.get(ns) ?? 0) + 1;
+          this.counts.set(ns, n);
+          if (n >= this.perNamespace() && !this.completedAt.has(ns)) this.completedAt.set(ns, performance.now());
+        },
+      });
+      r.run(this.#stop.signal);
+    }
+  }
+
+  stop() {
+    this.#stop.abort();
+  }
+}
+
+async function createNamespace(admin: HttpKubeClient, name: string): Promise<void> {
+  await admin.request({
+    method: "POST",
+    path: "/api/v1/namespaces",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { [BENCH_LABEL]: "yes" } } },
+  });
+}
+
+const byIdentity = (events: AuditEvent[], id: Identity) =>
+  events.filter((e) => e.user.username === id.username && e.verb !== "watch");
+const verbs = (events: AuditEvent[]) => countBy(events, (e) => e.verb);
+
+async function quiet(ctl: ControllerProcess, ms = 500): Promise<void> {
+  // Quiet = the writes and syncs counters did not move for `ms`.
+  let last = "";
+  let since = Date.now();
+  await until("controller to be quiet", async () => {
+    const m = await ctl.metrics();
+    const now = [
+      sumOf(m, "espejo_object_writes_total"),
+      sumOf(m, "espejo_syncs_total"),
+      sumOf(m, "espejo_queue_depth"),
+    ].join("/");
+    if (now !== last) {
+      last = now;
+      since = Date.now();
+    }
+    return Date.now() - since >= ms;
+  });
+}
+
+async function statusSynced(admin: HttpKubeClient, name: string): Promise<number> {
+  const sc = await admin.request<{ status?: { synchronizedItemCount?: number } }>({
+    method: "GET",
+    path: `${SC_API}/${name}`,
+  });
+  return sc.status?.synchronizedItemCount ?? 0;
+}
+
+async function runSize(N: number): Promise<SizeResult> {
+  log(`N=${N}: starting a control plane`);
+  const cp = await ControlPlane.start({ audit: true, log: () => {} });
+  const dir = await Deno.makeTempDir({ prefix: "espejo-bench-" });
+  const admin = cp.client();
+  try {
+    await installBase(cp.client());
+    const identity = await cp.serviceAccount(CONFIG_NS, "espejo", "espejo-manager");
+    const kubeconfig = join(dir, "kubeconfig");
+    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
+    const [metricsPort, healthPort] = await freePorts(2);
+    const ctl = new ControllerProcess(kubeconfig, metricsPort, healthPort, join(dir, "controller.log"));
+    const audit = new AuditTail(cp.auditLogPath);
+
+    log(`N=${N}: creating ${N} namespaces and ${M} SyncConfigs`);
+    const names = Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`);
+    await pool(names, 16, (n) => createNamespace(admin, n));
+    for (let i = 0; i < M; i++) {
+      await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(i) });
+    }
+    let configs = M;
+    const arrivals = new Arrivals(cp.client(), () => configs * K);
+    let total = N; // namespaces that are targeted
+
+    // Phase 1: interval of an hour, so only events cause work.
+    await audit.skip();
+    const t0 = performance.now();
+    await ctl.start(3600);
+    await until("initial convergence", async () => {
+      for (let i = 0; i < M; i++) if ((await statusSynced(admin, `bench-c${i}`)) !== total * K) return false;
+      return true;
+    });
+    await quiet(ctl);
+    const convergence = {
+      seconds: (performance.now() - t0) / 1000,
+      byVerb: verbs(byIdentity(await audit.read(), identity)),
+    };
+    log(`N=${N}: converged in ${convergence.seconds.toFixed(1)} s`);
+
+    log(`N=${N}: (a) one new namespace`);
+    // (a) one new namespace
+    await audit.skip();
+    const fresh = "bench-new-a";
+    await createNamespace(admin, fresh);
+    total++;
+    await until("new namespace synced", () => arrivals.completedAt.has(fresh));
+    await quiet(ctl);
+    const aEvents = byIdentity(await audit.read(), identity);
+    const a = {
+      byVerb: verbs(aEvents.filter((e) => e.objectRef?.resource !== "syncconfigs")),
+      otherNamespaces: aEvents.filter((e) =>
+        e.objectRef?.namespace && e.objectRef.namespace !== fresh &&
+        e.objectRef.resource !== "syncconfigs"
+      ).length,
+      statusWrites: aEvents.filter((e) => e.objectRef?.subresource === "status").length,
+    };
+
+    log(`N=${N}: (c) idle latency`);
+    // (c) latency while idle: one namespace at a time
+    const idleLatencies: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const name = `bench-idle-${i}`;
+      const start = performance.now();
+      await createNamespace(admin, name);
+      total++;
+      await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000);
+      idleLatencies.push(arrivals.completedAt.get(name)! - start);
+    }
+    await quiet(ctl);
+
+    log(`N=${N}: (d) new SyncConfig`);
+    // (d) a new SyncConfig over every namespace
+    await audit.skip();
+    const dStart = performance.now();
+    configs++;
+    await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(M) });
+    await until("new SyncConfig converged", async () => (await statusSynced(admin, `bench-c${M}`)) === total * K);
+    const dSeconds = (performance.now() - dStart) / 1000;
+    await quiet(ctl);
+    const dEvents = byIdentity(await audit.read(), identity);
+    const d = {
+      seconds: dSeconds,
+      writes: dEvents.filter((e) => ["create", "update", "delete"].includes(e.verb)).length,
+      byVerb: verbs(dEvents),
+      statusWrites: dEvents.filter((e) => e.objectRef?.subresource === "status").length,
+      namespaces: total,
+    };
+
+    log(`N=${N}: (e) edit one item`);
+    // (e) edit one item of one SyncConfig
+    await audit.skip();
+    const before = sumOf(await ctl.metrics(), "espejo_object_writes_total", { action: "update" });
+    await admin.request({
+      method: "PATCH",
+      path: `${SC_API}/bench-c0`,
+      contentType: "application/merge-patch+json",
+      body: { spec: (benchSyncConfig(0, "2") as { spec: unknown }).spec },
+    });
+    await until(
+      "edit applied",
+      async () => sumOf(await ctl.metrics(), "espejo_object_writes_total", { action: "update" }) >= before + total,
+    );
+    await quiet(ctl);
+    const eEvents = byIdentity(await audit.read(), identity);
+    const e = {
+      writes: eEvents.filter((ev) => ["create", "update", "delete"].includes(ev.verb)).length,
+      byVerb: verbs(eEvents),
+      namespaces: total,
+    };
+
+    // (f) memory once converged
+    const rssMiB = sumOf(await ctl.metrics(), "process_resident_memory_bytes") / 2 ** 20;
+    await ctl.stop();
+
+    log(`N=${N}: phase 2: restart`);
+    // Phase 2: restart with a short interval.
+    const interval = Math.max(3, Math.ceil(N / 250));
+    await audit.skip();
+    await ctl.start(interval);
+    log(`N=${N}: restarted`);
+    await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
+    await quiet(ctl, 300);
+    const g = { byVerb: verbs(byIdentity(await audit.read(), identity)) };
+
+    log(`N=${N}: (b) one full pass`);
+    // (b) one steady full pass: between two pass boundaries, the interval counter moves by exactly `total`.
+    const intervalCount = async () => sumOf(await ctl.metrics(), "espejo_syncs_total", { trigger: "interval" });
+    const boundary = async () => {
+      const c = await intervalCount();
+      await sleep(100);
+      return c === (await intervalCount()) && c % total === 0 ? c : undefined;
+    };
+    const startCount = await until("a pass boundary", boundary);
+    await audit.skip();
+    const m0 = await ctl.metrics();
+    await until("one full pass", async () => (await intervalCount()) >= startCount + total);
+    const m1 = await ctl.metrics();
+    const bEvents = byIdentity(await audit.read(), identity);
+    const b = {
+      requests: bEvents.filter((ev) => ev.objectRef?.subresource !== "status").length,
+      statusWrites: bEvents.filter((ev) => ev.objectRef?.subresource === "status").length,
+      byVerb: verbs(bEvents),
+      passSeconds: sumOf(m1, "espejo_sync_duration_seconds_sum", { trigger: "interval" }) -
+        sumOf(m0, "espejo_sync_duration_seconds_sum", { trigger: "interval" }),
+      cpuSeconds: sumOf(m1, "process_cpu_seconds_total") - sumOf(m0, "process_cpu_seconds_total"),
+    };
+
+    log(`N=${N}: (c) latency during passes`);
+    // (c) latency of namespaces created while a full pass is running
+    const passLatencies: number[] = [];
+    let created = 0;
+    const deadline = Date.now() + 600_000;
+    while (passLatencies.length < samples && Date.now() < deadline) {
+      // A pass is running when the interval counter moves within a few milliseconds.
+      const before = await intervalCount();
+      await sleep(15);
+      if ((await intervalCount()) === before) continue;
+      const name = `bench-busy-${created++}`;
+      const start = performance.now();
+      await createNamespace(admin, name);
+      total++;
+      await until("busy namespace synced", () => arrivals.completedAt.has(name), 60_000);
+      passLatencies.push(arrivals.completedAt.get(name)! - start);
+    }
+    await ctl.stop();
+    arrivals.stop();
+
+    return {
+      n: N,
+      m: M,
+      k: K,
+      convergence,
+      a,
+      b,
+      c: {
+        idle: { n: idleLatencies.length, p50: percentile(idleLatencies, 50), p99: percentile(idleLatencies, 99) },
+        duringPass: { n: passLatencies.length, p50: percentile(passLatencies, 50), p99: percentile(passLatencies, 99) },
+      },
+      d,
+      e,
+      f: { rssMiB, passCpuSeconds: b.cpuSeconds },
+      g,
+    };
+  } catch (e) {
+    const tail = await Deno.readTextFile(join(dir, "controller.log")).catch(() => "");
+    console.error(`bench: failed at N=${N}; last controller log lines:\n${tail.split("\n").slice(-15).join("\n")}`);
+    throw e;
+  } finally {
+    admin.close();
+    await cp.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+const results: SizeResult[] = [];
+for (const n of sizes) results.push(await runSize(n));
+const meta = {
+  date: new Date().toISOString(),
+  command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}`,
+  cpus: navigator.hardwareConcurrency,
+};
+const outDir = join(repoRoot, "bench", "results");
+await Deno.mkdir(outDir, { recursive: true });
+await Deno.writeTextFile(join(outDir, "latest.json"), JSON.stringify({ ...meta, results }, null, 2) + "\n");
+const md = renderMarkdown(results, meta);
+await Deno.writeTextFile(join(outDir, "latest.md"), md);
+await Deno.writeTextFile(join(outDir, "latest.svg"), renderSvg(results));
+console.log(md);
+Deno.exit(0);

@@ -1,0 +1,157 @@
+/** Renders benchmark results as a Markdown table (with the targets) and an SVG chart of latencies. */
+
+export interface Latency {
+  n: number;
+  p50: number;
+  p99: number;
+}
+
+export interface SizeResult {
+  n: number;
+  m: number;
+  k: number;
+  convergence: { seconds: number; byVerb: Record<string, number> };
+  a: { byVerb: Record<string, number>; otherNamespaces: number; statusWrites: number };
+  b: {
+    requests: number;
+    statusWrites: number;
+    byVerb: Record<string, number>;
+    passSeconds: number;
+    cpuSeconds: number;
+  };
+  c: { idle: Latency; duringPass: Latency };
+  d: { seconds: number; writes: number; byVerb: Record<string, number>; statusWrites: number; namespaces: number };
+  e: { writes: number; byVerb: Record<string, number>; namespaces: number };
+  f: { rssMiB: number; passCpuSeconds: number };
+  g: { byVerb: Record<string, number> };
+}
+
+const verbs = (v: Record<string, number>) =>
+  Object.keys(v).length ? Object.entries(v).sort().map(([k, n]) => `${n} ${k}`).join(", ") : "none";
+const ms = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : "n/a");
+const mark = (ok: boolean) => (ok ? "✅" : "❌");
+
+export function renderMarkdown(results: SizeResult[], meta: { date: string; command: string; cpus: number }): string {
+  const lines = [
+    `# espejo benchmark`,
+    ``,
+    `${meta.date}, ${meta.cpus} CPUs, \`${meta.command}\`. Requests are counted from the API server's audit log ` +
+    `(the controller's identity, watches excluded). M SyncConfigs of K items and 2 deleteItems each.`,
+    ``,
+    `| measure | target | ${results.map((r) => `N=${r.n}`).join(" | ")} |`,
+    `|---|---|${results.map(() => "---").join("|")}|`,
+  ];
+  const row = (name: string, target: string, cell: (r: SizeResult) => string) =>
+    lines.push(`| ${name} | ${target} | ${results.map(cell).join(" | ")} |`);
+  row("(a) one new namespace: requests in namespaces", "M*K creates", (r) => {
+    const creates = r.a.byVerb.create ?? 0;
+    const ok = creates === r.m * r.k && Object.keys(r.a.byVerb).every((v) => v === "create");
+    return `${verbs(r.a.byVerb)} ${mark(ok)}`;
+  });
+  row(
+    "(a) requests touching other namespaces",
+    "0",
+    (r) => `${r.a.otherNamespaces} ${mark(r.a.otherNamespaces === 0)}`,
+  );
+  row("(a) status writes (counts changed)", "≤ M", (r) => `${r.a.statusWrites} ${mark(r.a.statusWrites <= r.m)}`);
+  row(
+    "(b) one steady full pass: requests",
+    "0",
+    (r) => `${r.b.requests + r.b.statusWrites} ${mark(r.b.requests + r.b.statusWrites === 0)}`,
+  );
+  row(
+    "(b) pass time (sum of units) / CPU time",
+    "",
+    (r) => `${r.b.passSeconds.toFixed(2)} s / ${r.b.cpuSeconds.toFixed(2)} s`,
+  );
+  row(
+    "(c) new namespace to all items, idle: p50 / p99",
+    "p99 < 250 ms",
+    (r) => `${ms(r.c.idle.p50)} / ${ms(r.c.idle.p99)} (n=${r.c.idle.n}) ${mark(r.c.idle.p99 < 250)}`,
+  );
+  row(
+    "(c) same, during a full pass: p50 / p99",
+    "p99 < 1 s",
+    (r) =>
+      `${ms(r.c.duringPass.p50)} / ${ms(r.c.duringPass.p99)} (n=${r.c.duringPass.n}) ${
+        mark(r.c.duringPass.p99 < 1000)
+      }`,
+  );
+  row(
+    "(d) new SyncConfig: writes / namespaces×K",
+    "N*K",
+    (r) => `${r.d.writes} / ${r.d.namespaces * r.k} ${mark(r.d.writes === r.d.namespaces * r.k)}`,
+  );
+  row(
+    "(d) time to converge / status writes",
+    "≤ 1 status write per pass",
+    (r) => `${r.d.seconds.toFixed(1)} s / ${r.d.statusWrites} ${mark(r.d.statusWrites <= 1)}`,
+  );
+  row(
+    "(e) one edited item: writes / namespaces",
+    "N",
+    (r) => `${r.e.writes} / ${r.e.namespaces} ${mark(r.e.writes === r.e.namespaces)}`,
+  );
+  row("(f) resident memory once converged", "", (r) => `${r.f.rssMiB.toFixed(0)} MiB`);
+  row("(g) restart: requests until synced", "no writes", (r) => {
+    const writes = (r.g.byVerb.create ?? 0) + (r.g.byVerb.update ?? 0) + (r.g.byVerb.delete ?? 0) +
+      (r.g.byVerb.patch ?? 0);
+    return `${verbs(r.g.byVerb)} ${mark(writes === 0)}`;
+  });
+  row(
+    "initial convergence (M configs)",
+    "",
+    (r) => `${r.convergence.seconds.toFixed(1)} s; ${verbs(r.convergence.byVerb)}`,
+  );
+  return lines.join("\n") + "\n";
+}
+
+/** Grouped bars: p50 and p99, idle and during a pass, per N. */
+export function renderSvg(results: SizeResult[]): string {
+  const series = [
+    { label: "idle p50", color: "#7fb3d5", get: (r: SizeResult) => r.c.idle.p50 },
+    { label: "idle p99", color: "#1f618d", get: (r: SizeResult) => r.c.idle.p99 },
+    { label: "during pass p50", color: "#f5b7b1", get: (r: SizeResult) => r.c.duringPass.p50 },
+    { label: "during pass p99", color: "#b03a2e", get: (r: SizeResult) => r.c.duringPass.p99 },
+  ];
+  const width = 640;
+  const height = 320;
+  const left = 60;
+  const bottom = 260;
+  const top = 40;
+  const max = Math.max(1, ...results.flatMap((r) => series.map((s) => s.get(r) || 0)));
+  const scale = (v: number) => ((v || 0) / max) * (bottom - top);
+  const groupWidth = (width - left - 20) / Math.max(1, results.length);
+  const barWidth = Math.min(28, (groupWidth - 20) / series.length);
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<text x="${left}" y="20" font-size="14">New namespace until all items exist (ms), by number of namespaces</text>`,
+    `<line x1="${left}" y1="${bottom}" x2="${width - 10}" y2="${bottom}" stroke="#333"/>`,
+    `<line x1="${left}" y1="${top}" x2="${left}" y2="${bottom}" stroke="#333"/>`,
+    `<text x="${left - 6}" y="${top + 4}" text-anchor="end">${Math.round(max)}</text>`,
+    `<text x="${left - 6}" y="${bottom}" text-anchor="end">0</text>`,
+  ];
+  results.forEach((r, gi) => {
+    const x0 = left + gi * groupWidth + 10;
+    series.forEach((s, si) => {
+      const h = scale(s.get(r));
+      const x = x0 + si * barWidth;
+      parts.push(`<rect x="${x}" y="${bottom - h}" width="${barWidth - 2}" height="${h}" fill="${s.color}"/>`);
+      parts.push(
+        `<text x="${x + barWidth / 2}" y="${bottom - h - 3}" text-anchor="middle" font-size="9">${
+          Math.round(s.get(r))
+        }</text>`,
+      );
+    });
+    parts.push(
+      `<text x="${x0 + (series.length * barWidth) / 2}" y="${bottom + 16}" text-anchor="middle">N=${r.n}</text>`,
+    );
+  });
+  series.forEach((s, i) => {
+    const x = left + i * 140;
+    parts.push(`<rect x="${x}" y="${height - 24}" width="10" height="10" fill="${s.color}"/>`);
+    parts.push(`<text x="${x + 14}" y="${height - 15}">${s.label}</text>`);
+  });
+  parts.push("</svg>");
+  return parts.join("\n") + "\n";
+}

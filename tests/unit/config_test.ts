@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { CommanderError } from "commander";
+import { type Config, normalizeBooleanFlags, parseConfig, parseListenAddr } from "../../lib/config.ts";
+
+const parse = (args: string[], env: Record<string, string | undefined> = {}): Config =>
+  parseConfig(args, env, "test", true);
+
+Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () => {
+  assert.deepEqual(parse([]), {
+    reconcileIntervalMs: 10_000, // espejo --reconcile-interval 10s
+    metricsAddr: { hostname: "0.0.0.0", port: 8080 }, // espejo --metrics-addr :8080
+    healthAddr: { hostname: "0.0.0.0", port: 8081 }, // controller-runtime's usual probe address
+    enableLeaderElection: false,
+    leaderElectionNamespace: undefined,
+    leaseDurationMs: 15_000, // controller-runtime LeaseDuration
+    renewDeadlineMs: 10_000, // controller-runtime RenewDeadline
+    retryPeriodMs: 2_000, // controller-runtime RetryPeriod
+    verbose: false,
+    kubeconfig: undefined,
+    logFormat: "text",
+    kubeApiQps: 50,
+    kubeApiBurst: 100,
+    watchNamespace: "",
+  });
+});
+
+Deno.test("parseConfig accepts the arguments of the Go espejo's deployment", () => {
+  const c = parse([
+    "--verbose=false",
+    "--reconcile-interval=10m",
+    "--metrics-addr=:8080",
+    "--enable-leader-election=true",
+  ]);
+  assert.equal(c.verbose, false);
+  assert.equal(c.reconcileIntervalMs, 600_000);
+  assert.deepEqual(c.metricsAddr, { hostname: "0.0.0.0", port: 8080 });
+  assert.equal(c.enableLeaderElection, true);
+});
+
+const BOOLEANS: [args: string[], leader: boolean, verbose: boolean][] = [
+  [[], false, false],
+  [["--enable-leader-election"], true, false],
+  [["--enable-leader-election=true"], true, false],
+  [["--enable-leader-election=false"], false, false],
+  [["-v"], false, true],
+  [["--verbose"], false, true],
+  [["--verbose=true"], false, true],
+  [["-v=true"], false, true],
+  [["--verbose=false"], false, false],
+  [["-v", "--enable-leader-election"], true, true],
+];
+
+for (const [args, leader, verbose] of BOOLEANS) {
+  Deno.test(`parseConfig reads ${JSON.stringify(args)} as leader election ${leader}, verbose ${verbose}`, () => {
+    const c = parse(args);
+    assert.equal(c.enableLeaderElection, leader);
+    assert.equal(c.verbose, verbose);
+  });
+}
+
+Deno.test({
+  name: "parseConfig accepts every boolean spelling pflag accepts",
+  fn() {
+    for (const v of ["1", "t", "T", "TRUE", "True"]) {
+      assert.equal(parse([`--enable-leader-election=${v}`]).enableLeaderElection, true);
+    }
+    for (const v of ["0", "f", "F", "FALSE", "False"]) {
+      assert.equal(parse([`--enable-leader-election=${v}`]).enableLeaderElection, false);
+    }
+  },
+});
+
+Deno.test({
+  name: "parseConfig lets a later --flag=false override an earlier boolean flag like pflag",
+  fn() {
+    assert.equal(parse(["--enable-leader-election", "--enable-leader-election=false"]).enableLeaderElection, false);
+    assert.equal(parse(["-v", "--verbose=false"]).verbose, false);
+  },
+});
+
+const VALUES: [args: string[], check: (c: Config) => void][] = [
+  [["--reconcile-interval", "1m30s"], (c) => assert.equal(c.reconcileIntervalMs, 90_000)],
+  [["--reconcile-interval=500ms"], (c) => assert.equal(c.reconcileIntervalMs, 500)],
+  [["--metrics-addr=127.0.0.1:9090"], (c) => assert.deepEqual(c.metricsAddr, { hostname: "127.0.0.1", port: 9090 })],
+  [["--metrics-addr", "[::1]:9090"], (c) => assert.deepEqual(c.metricsAddr, { hostname: "::1", port: 9090 })],
+  [["--metrics-addr=0"], (c) => assert.equal(c.metricsAddr, undefined)],
+  [["--health-addr=0"], (c) => assert.equal(c.healthAddr, undefined)],
+  [["--leader-election-namespace=espejo"], (c) => assert.equal(c.leaderElectionNamespace, "espejo")],
+  [["--lease-duration=30s", "--renew-deadline=20s", "--retry-period=5s"], (c) => {
+    assert.equal(c.leaseDurationMs, 30_000);
+    assert.equal(c.renewDeadlineMs, 20_000);
+    assert.equal(c.retryPeriodMs, 5_000);
+  }],
+  [["--kubeconfig", "/tmp/kc"], (c) => assert.equal(c.kubeconfig, "/tmp/kc")],
+  [["--log-format=json"], (c) => assert.equal(c.logFormat, "json")],
+  [["--kube-api-qps=7.5", "--kube-api-burst=20"], (c) => {
+    assert.equal(c.kubeApiQps, 7.5);
+    assert.equal(c.kubeApiBurst, 20);
+  }],
+];
+
+for (const [args, check] of VALUES) {
+  Deno.test(`parseConfig reads ${JSON.stringify(args)}`, () => check(parse(args)));
+}
+
+const ENV: [env: Record<string, string | undefined>, want: string][] = [
+  [{}, ""],
+  [{ WATCH_NAMESPACE: "" }, ""],
+  [{ WATCH_NAMESPACE: "espejo" }, "espejo"],
+  [{ WATCH_NAMESPACE: " espejo\n" }, "espejo"],
+  [{ WATCH_NAMESPACE: undefined }, ""],
+];
+
+for (const [env, want] of ENV) {
+  Deno.test(`parseConfig reads WATCH_NAMESPACE from ${JSON.stringify(env)} as ${JSON.stringify(want)}`, () => {
+    assert.equal(parse([], env).watchNamespace, want);
+  });
+}
+
+Deno.test("parseConfig reads WATCH_NAMESPACE from the env it is given, not from Deno.env", () => {
+  const before = Deno.env.get("WATCH_NAMESPACE");
+  Deno.env.set("WATCH_NAMESPACE", "from-process");
+  try {
+    assert.equal(parse([], {}).watchNamespace, "");
+    assert.equal(parse([], { WATCH_NAMESPACE: "given" }).watchNamespace, "given");
+  } finally {
+    if (before === undefined) Deno.env.delete("WATCH_NAMESPACE");
+    else Deno.env.set("WATCH_NAMESPACE", before);
+  }
+});
+
+const BAD: [args: string[], part: string][] = [
+  [["--reconcile-interval=abc"], "--reconcile-interval"],
+  [["--reconcile-interval=10"], "--reconcile-interval"], // Go needs a unit
+  [["--reconcile-interval=1d"], "--reconcile-interval"],
+  [["--reconcile-interval=0s"], "must be positive"],
+  [["--reconcile-interval=-1s"], "must be positive"],
+  [["--lease-duration=soon"], "--lease-duration"],
+  [["--metrics-addr=foo"], "--metrics-addr"],
+  [["--metrics-addr=localhost"], "--metrics-addr"],
+  [["--metrics-addr=:99999"], "--metrics-addr"],
+  [["--metrics-addr=:65536"], "--metrics-addr"],
+  [["--health-addr=8081"], "--health-addr"],
+  [["--nope"], "unknown option"],
+  [["--enable-leader-election=yes"], "unknown option"],
+  [["--log-format=xml"], "--log-format"],
+  [["--kube-api-qps=0"], "--kube-api-qps"],
+  [["--kube-api-burst=many"], "--kube-api-burst"],
+  [["extra"], "too many arguments"],
+  [["--reconcile-interval"], "--reconcile-interval"], // missing value
+];
+
+for (const [args, part] of BAD) {
+  Deno.test(`parseConfig rejects ${JSON.stringify(args)} with a message naming ${part}`, () => {
+    assert.throws(() => parse(args), (e: unknown) => {
+      assert.ok(e instanceof CommanderError, `expected a CommanderError, got ${e}`);
+      assert.ok(e.message.includes(part), e.message);
+      assert.equal(e.exitCode, 1);
+      return true;
+    });
+  });
+}
+
+const ADDRS: [text: string, want: ReturnType<typeof parseListenAddr>][] = [
+  [":8080", { hostname: "0.0.0.0", port: 8080 }],
+  ["127.0.0.1:8080", { hostname: "127.0.0.1", port: 8080 }],
+  ["[::1]:8080", { hostname: "::1", port: 8080 }],
+  ["[::]:9090", { hostname: "::", port: 9090 }],
+  ["localhost:1", { hostname: "localhost", port: 1 }],
+  [":65535", { hostname: "0.0.0.0", port: 65535 }],
+  ["0", undefined],
+];
+
+for (const [text, want] of ADDRS) {
+  Deno.test(`parseListenAddr reads ${JSON.stringify(text)}`, () => {
+    assert.deepEqual(parseListenAddr(text), want);
+  });
+}
+
+for (const text of ["", "8080", ":", ":abc", "host:", ":65536", ":123456", "::1:8080", "a:b:1"]) {
+  Deno.test(`parseListenAddr rejects ${JSON.stringify(text)} quoting it`, () => {
+    assert.throws(() => parseListenAddr(text), (e: unknown) => {
+      assert.ok(e instanceof Error && e.message.includes(JSON.stringify(text)), String(e));
+      return true;
+    });
+  });
+}
+
+const NORMALIZE: [args: string[], want: string[]][] = [
+  [["--enable-leader-election=true"], ["--enable-leader-election"]],
+  [["--enable-leader-election=false"], []],
+  [["--verbose=true", "-v=false"], []], // the last occurrence wins, as in pflag
+  [["--metrics-addr=true"], ["--metrics-addr=true"]], // not a boolean flag
+  [["--kubeconfig", "--verbose=true"], ["--kubeconfig", "--verbose"]],
+  [["--reconcile-interval=10s", "x"], ["--reconcile-interval=10s", "x"]],
+];
+
+for (const [args, want] of NORMALIZE) {
+  Deno.test(`normalizeBooleanFlags rewrites ${JSON.stringify(args)} to ${JSON.stringify(want)}`, () => {
+    assert.deepEqual(normalizeBooleanFlags(args), want);
+  });
+}

@@ -1,0 +1,285 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import FakeTimers from "@sinonjs/fake-timers";
+import { WorkQueue } from "../../lib/queue.ts";
+
+const PENDING = Symbol("pending");
+
+/** Whether `p` is still unsettled once every already-queued microtask has run (no timers involved). */
+async function settled<T>(p: Promise<T>): Promise<T | typeof PENDING> {
+  // A macrotask-free check: resolve a sentinel after a few microtask turns and race it.
+  let sentinel: Promise<typeof PENDING> = Promise.resolve(PENDING);
+  for (let i = 0; i < 5; i++) sentinel = sentinel.then((v) => v);
+  return await Promise.race([p, sentinel]);
+}
+
+Deno.test("WorkQueue hands out a key added several times before processing once", async () => {
+  const q = new WorkQueue<string>(3);
+  q.add("a", 1);
+  q.add("a", 1);
+  q.add("a", 2);
+  assert.equal(q.length(), 1);
+  assert.deepEqual(await q.get(), { key: "a", priority: 1 });
+  assert.equal(q.length(), 0);
+  q.done("a");
+  assert.equal(q.idle, true);
+  assert.equal(await settled(q.get()), PENDING);
+  q.shutdown();
+});
+
+Deno.test("WorkQueue runs a key re-added during processing once more", async () => {
+  const q = new WorkQueue<string>(2);
+  q.add("a", 0);
+  assert.deepEqual(await q.get(), { key: "a", priority: 0 });
+  q.add("a", 1);
+  q.add("a", 1);
+  assert.equal(q.length(), 0, "a key being processed is not queued again before done");
+  assert.equal(q.idle, false);
+  q.done("a");
+  assert.equal(q.length(), 1);
+  assert.deepEqual(await q.get(), { key: "a", priority: 1 });
+  q.done("a");
+  assert.equal(q.idle, true);
+  assert.equal(await settled(q.get()), PENDING, "it runs once more, not twice more");
+  q.shutdown();
+});
+
+Deno.test("WorkQueue never hands out a key that is being processed", async () => {
+  const q = new WorkQueue<string>(1);
+  q.add("a", 0);
+  assert.equal((await q.get())?.key, "a");
+  q.add("a", 0);
+  q.add("b", 0);
+  assert.equal((await q.get())?.key, "b");
+  assert.equal(await settled(q.get()), PENDING, "a must wait for done");
+  q.shutdown();
+});
+
+Deno.test("WorkQueue hands a waiting get the key re-added during processing once done", async () => {
+  const q = new WorkQueue<string>(1);
+  q.add("a", 0);
+  await q.get();
+  q.add("a", 0);
+  const next = q.get();
+  assert.equal(await settled(next), PENDING);
+  q.done("a");
+  assert.deepEqual(await next, { key: "a", priority: 0 });
+  q.shutdown();
+});
+
+Deno.test("WorkQueue re-queues a key re-added during processing at the most urgent priority asked", async () => {
+  const q = new WorkQueue<string>(3);
+  q.add("a", 2);
+  await q.get();
+  q.add("a", 2);
+  q.add("a", 1);
+  q.add("a", 2);
+  q.done("a");
+  assert.deepEqual(await q.get(), { key: "a", priority: 1 });
+  q.shutdown();
+});
+
+Deno.test("WorkQueue hands out lower priority numbers first and keys of one priority in order", async () => {
+  const q = new WorkQueue<string>(3);
+  q.add("x2", 2);
+  q.add("y0", 0);
+  q.add("z1", 1);
+  q.add("w0", 0);
+  q.add("v2", 2);
+  const order: string[] = [];
+  while (q.length() > 0) {
+    const item = await q.get();
+    order.push(`${item?.key}@${item?.priority}`);
+    q.done(item!.key);
+  }
+  assert.deepEqual(order, ["y0@0", "w0@0", "z1@1", "x2@2", "v2@2"]);
+  q.shutdown();
+});
+
+Deno.test("WorkQueue promotes a queued key added again with a lower priority number", async () => {
+  const q = new WorkQueue<string>(3);
+  q.add("a", 2);
+  q.add("b", 2);
+  q.add("c", 1);
+  q.add("b", 0);
+  assert.equal(q.length(), 3, "promotion does not duplicate");
+  assert.equal(q.length(0), 1);
+  assert.equal(q.length(1), 1);
+  assert.equal(q.length(2), 1);
+  assert.deepEqual(await q.get(), { key: "b", priority: 0 });
+  assert.deepEqual(await q.get(), { key: "c", priority: 1 });
+  assert.deepEqual(await q.get(), { key: "a", priority: 2 });
+  q.shutdown();
+});
+
+Deno.test("WorkQueue does not demote a queued key added again with a higher priority number", async () => {
+  const q = new WorkQueue<string>(3);
+  q.add("a", 0);
+  q.add("a", 2);
+  assert.equal(q.length(0), 1);
+  assert.equal(q.length(2), 0);
+  assert.deepEqual(await q.get(), { key: "a", priority: 0 });
+  q.shutdown();
+});
+
+Deno.test("WorkQueue clamps priorities into 0..priorities-1", async () => {
+  const q = new WorkQueue<string>(3);
+  q.add("low", 99);
+  q.add("high", -5);
+  assert.equal(q.length(0), 1);
+  assert.equal(q.length(2), 1);
+  assert.deepEqual(await q.get(), { key: "high", priority: 0 });
+  assert.deepEqual(await q.get(), { key: "low", priority: 2 });
+  assert.equal(q.length(7), 0, "an unknown priority has nothing queued");
+  q.shutdown();
+});
+
+Deno.test("WorkQueue get waits while empty and resolves with the next added key", async () => {
+  const q = new WorkQueue<string>(2);
+  const next = q.get();
+  assert.equal(await settled(next), PENDING);
+  q.add("a", 1);
+  assert.deepEqual(await next, { key: "a", priority: 1 });
+  q.shutdown();
+});
+
+Deno.test("WorkQueue shutdown resolves every pending get with undefined", async () => {
+  const q = new WorkQueue<string>(2);
+  const gets = [q.get(), q.get(), q.get()];
+  assert.equal(await settled(gets[0]), PENDING);
+  q.shutdown();
+  assert.deepEqual(await Promise.all(gets), [undefined, undefined, undefined]);
+});
+
+Deno.test("WorkQueue hands out nothing after shutdown, even keys queued before", async () => {
+  const q = new WorkQueue<string>(2);
+  q.add("a", 0);
+  q.shutdown();
+  assert.equal(await q.get(), undefined);
+  q.add("b", 0);
+  assert.equal(q.length(0), 1, "adds after shutdown are ignored");
+});
+
+Deno.test("WorkQueue idle is true only when nothing is queued or being processed", async () => {
+  const q = new WorkQueue<string>(1);
+  assert.equal(q.idle, true);
+  q.add("a", 0);
+  assert.equal(q.idle, false);
+  await q.get();
+  assert.equal(q.idle, false, "processing is not idle");
+  q.done("a");
+  assert.equal(q.idle, true);
+  q.shutdown();
+});
+
+Deno.test("WorkQueue addAfter queues the key only once the delay has passed", async () => {
+  const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
+  try {
+    const q = new WorkQueue<string>(3);
+    const next = q.get();
+    q.addAfter("a", 1, 5_000);
+    assert.equal(q.length(), 0);
+    clock.tick(4_999);
+    assert.equal(q.length(), 0);
+    assert.equal(await settled(next), PENDING);
+    clock.tick(1);
+    assert.deepEqual(await next, { key: "a", priority: 1 });
+    assert.equal(clock.countTimers(), 0);
+    q.shutdown();
+  } finally {
+    clock.uninstall();
+  }
+});
+
+Deno.test("WorkQueue addAfter of a queued key does not duplicate it and may promote it", async () => {
+  const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
+  try {
+    const q = new WorkQueue<string>(3);
+    q.add("a", 2);
+    q.addAfter("a", 0, 100);
+    clock.tick(100);
+    assert.equal(q.length(), 1);
+    assert.deepEqual(await q.get(), { key: "a", priority: 0 });
+    q.shutdown();
+  } finally {
+    clock.uninstall();
+  }
+});
+
+Deno.test("WorkQueue shutdown cancels keys waiting in addAfter", async () => {
+  const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
+  try {
+    const q = new WorkQueue<string>(2);
+    q.addAfter("a", 0, 1_000);
+    q.addAfter("b", 1, 2_000);
+    assert.equal(clock.countTimers(), 2);
+    q.shutdown();
+    assert.equal(clock.countTimers(), 0, "no timer may keep the process alive after shutdown");
+    clock.tick(5_000);
+    assert.equal(q.length(), 0);
+    assert.equal(await q.get(), undefined);
+    q.addAfter("c", 0, 10);
+    assert.equal(clock.countTimers(), 0, "addAfter after shutdown sets no timer");
+  } finally {
+    clock.uninstall();
+  }
+});
+
+type Op = { op: "add"; key: string; priority: number } | { op: "get" } | { op: "done"; which: number };
+
+const ops = fc.array(
+  fc.oneof(
+    fc.record({ op: fc.constant("add" as const), key: fc.constantFrom("a", "b", "c", "d"), priority: fc.nat(3) }),
+    fc.constant({ op: "get" as const }),
+    fc.record({ op: fc.constant("done" as const), which: fc.nat(3) }),
+  ),
+  { maxLength: 60 },
+);
+
+Deno.test("WorkQueue follows client-go semantics for any sequence of add, get and done", async () => {
+  await fc.assert(
+    fc.asyncProperty(ops, async (script: Op[]) => {
+      const PRIORITIES = 3;
+      const q = new WorkQueue<string>(PRIORITIES);
+      // Specification model: which keys wait and at what priority; which run; which must run again after done.
+      const queued = new Map<string, number>();
+      const processing: string[] = [];
+      const again = new Map<string, number>();
+      const clamp = (p: number) => Math.min(PRIORITIES - 1, p);
+      const add = (key: string, p: number) => {
+        if (processing.includes(key)) again.set(key, Math.min(p, again.get(key) ?? p));
+        else queued.set(key, Math.min(p, queued.get(key) ?? p));
+      };
+      for (const step of script) {
+        if (step.op === "add") {
+          add(step.key, clamp(step.priority));
+          q.add(step.key, step.priority);
+        } else if (step.op === "get") {
+          if (queued.size === 0) {
+            assert.equal(q.length(), 0);
+            continue; // get would wait forever
+          }
+          const got = await q.get();
+          assert.ok(got);
+          assert.ok(!processing.includes(got.key), `${got.key} handed out while being processed`);
+          assert.equal(queued.get(got.key), got.priority, `${got.key} handed out at the wrong priority`);
+          assert.equal(got.priority, Math.min(...queued.values()), "a more urgent key was waiting");
+          queued.delete(got.key);
+          processing.push(got.key);
+        } else if (processing.length > 0) {
+          const [key] = processing.splice(step.which % processing.length, 1);
+          q.done(key);
+          const p = again.get(key);
+          again.delete(key);
+          if (p !== undefined) add(key, p);
+        }
+        assert.equal(q.length(), queued.size);
+        for (let p = 0; p < PRIORITIES; p++) {
+          assert.equal(q.length(p), [...queued.values()].filter((v) => v === p).length, `length(${p})`);
+        }
+        assert.equal(q.idle, queued.size === 0 && processing.length === 0);
+      }
+      q.shutdown();
+    }),
+  );
+});
