@@ -13,7 +13,8 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
-import { Executor } from "./executor.ts";
+import { EventRecorder, groupFailures } from "./events.ts";
+import { Executor, type ItemAction } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual, type KubeObject } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
@@ -67,11 +68,15 @@ export class Controller {
   readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
   readonly #dirty = new Set<string>();
   readonly #retries = new Map<string, number>();
+  /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
+  readonly #changes = new Map<string, { actions: Map<ItemAction, number>; namespaces: Set<string> }>();
+  readonly #events: EventRecorder;
   #caches?: ResourceCaches;
   #executor?: Executor;
   #lastProgress = Date.now();
 
   constructor(private readonly opts: ControllerOptions) {
+    this.#events = new EventRecorder(opts.client);
     this.namespaces = new Reflector<NamespaceInfo>(opts.client, {
       path: "/api/v1/namespaces",
       decode: (raw) => ({
@@ -147,6 +152,7 @@ export class Controller {
       const next = await this.queue.get();
       if (!next) return;
       const { key, priority } = next;
+      this.opts.metrics.queueWait.observe({ trigger: TRIGGER[priority] ?? "status" }, next.waitedMs / 1000);
       try {
         if (key === "status") await this.#flushStatus();
         else if (key.startsWith("cfg/")) this.#syncConfigChanged(key.slice(4));
@@ -287,6 +293,7 @@ export class Controller {
     const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
       const r = await executor.deleteItem(ref, item);
       if (r.state === "deleted") {
+        this.#recordChange(cfg.key, "delete", namespace);
         log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
           kind: item.kind,
           namespace,
@@ -299,6 +306,7 @@ export class Controller {
     const syncs = await Promise.all(cfg.syncItems.map(async (item) => {
       const r = await executor.syncItem(ref, item);
       if (r.state === "synced" && r.action !== "none") {
+        this.#recordChange(cfg.key, r.action, namespace);
         log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
           action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
           kind: item.kind,
@@ -324,6 +332,48 @@ export class Controller {
     return { outcome, retry };
   }
 
+  #recordChange(cfgKey: string, action: ItemAction, namespace: string): void {
+    let c = this.#changes.get(cfgKey);
+    if (!c) this.#changes.set(cfgKey, c = { actions: new Map(), namespaces: new Set() });
+    c.actions.set(action, (c.actions.get(action) ?? 0) + 1);
+    c.namespaces.add(namespace);
+  }
+
+  /** Events for one SyncConfig after a flush: its spec problem, its grouped item failures, what changed. */
+  async #emitEvents(key: string, sc: SyncConfig, result: CompileResult, errors: string[]): Promise<void> {
+    const target = {
+      namespace: (sc.metadata?.namespace as string) ?? "",
+      name: (sc.metadata?.name as string) ?? "",
+      uid: (sc.metadata?.uid as string) ?? "",
+    };
+    if (!result.ok) {
+      await this.#events.emit(target, "Warning", "InvalidSyncConfigSpec", result.message);
+      return;
+    }
+    for (const message of groupFailures(errors).slice(0, 10)) {
+      await this.#events.emit(target, "Warning", "SyncFailed", message);
+    }
+    const changes = this.#changes.get(key);
+    this.#changes.delete(key);
+    if (changes) {
+      const words: Record<ItemAction, string> = {
+        create: "created",
+        update: "updated",
+        recreate: "recreated",
+        delete: "deleted",
+        none: "",
+      };
+      const parts = [...changes.actions].map(([action, n]) => `${n} ${words[action]}`);
+      const count = changes.namespaces.size;
+      await this.#events.emit(
+        target,
+        "Normal",
+        "Synchronized",
+        `Objects ${parts.join(", ")} in ${count} namespace${count > 1 ? "s" : ""}`,
+      );
+    }
+  }
+
   /** Writes the status of every SyncConfig whose outcome changed, and only if it differs from what is stored. */
   async #flushStatus(): Promise<void> {
     const keys = [...this.#dirty];
@@ -335,6 +385,7 @@ export class Controller {
       if (!sc || !entry) continue;
       const current = sc.status as SyncConfigStatus | undefined;
       let next: SyncConfigStatus;
+      let errors: string[] = [];
       if (!entry.result.ok) {
         next = invalidStatus(current, entry.result.message, now);
       } else {
@@ -346,7 +397,9 @@ export class Controller {
           total.errors.push(...o.errors);
         }
         next = syncedStatus(current, total, now);
+        errors = total.errors;
       }
+      await this.#emitEvents(key, sc, entry.result, errors);
       this.opts.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
       this.opts.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
       this.opts.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);

@@ -77,7 +77,7 @@ export class Executor {
     const name = desired.metadata!.name!;
     const cache = this.caches.managed(resource);
     if (!(await ready(cache))) {
-      return fail(`the cache of ${resource.resource} is not filled yet${cacheError(cache.lastError)}`, true);
+      return fail(cacheProblem(resource, cache.lastError), true);
     }
     const observed = cache.get(`${ref.namespace}/${name}`);
     const owner = observed?.object.metadata?.annotations?.[OWNER_ANNOTATION];
@@ -203,7 +203,7 @@ export class Executor {
     }
     const cache = this.caches.existing(resource);
     if (!(await ready(cache))) {
-      return fail(`the cache of ${resource.resource} is not filled yet${cacheError(cache.lastError)}`, true);
+      return fail(cacheProblem(resource, cache.lastError), true);
     }
     const key = `${ref.namespace}/${name}`;
     const existing = cache.get(key);
@@ -253,8 +253,10 @@ function reasonOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-function cacheError(e: unknown): string {
-  return e ? ` (${reasonOf(e)})` : "";
+function cacheProblem(resource: ResourceInfo, e: unknown): string {
+  return e
+    ? `cannot list and watch ${resource.resource}: ${reasonOf(e)}`
+    : `the cache of ${resource.resource} is not filled yet`;
 }
 
 /** Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once. */

@@ -43,6 +43,13 @@ export class Metrics {
     help: "Keys waiting in the work queue",
     registers: [this.registry],
   });
+  readonly queueWait = new client.Histogram({
+    name: "espejo_queue_wait_seconds",
+    help: "Time a key waited in the work queue before a worker took it, by trigger",
+    labelNames: ["trigger"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 30],
+    registers: [this.registry],
+  });
   readonly watchRestarts = new client.Counter({
     name: "espejo_watch_restarts_total",
     help: "Watches restarted after an error or an expired resourceVersion, by resource",

@@ -9,6 +9,7 @@
 export class WorkQueue<K> {
   readonly #levels: Set<K>[];
   readonly #queued = new Map<K, number>();
+  readonly #queuedAt = new Map<K, number>();
   readonly #processing = new Set<K>();
   readonly #readdAfterDone = new Map<K, number>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
@@ -34,6 +35,7 @@ export class WorkQueue<K> {
     }
     this.#levels[p].add(key);
     this.#queued.set(key, p);
+    if (current === undefined) this.#queuedAt.set(key, performance.now());
     this.#wake();
   }
 
@@ -47,8 +49,11 @@ export class WorkQueue<K> {
     this.#timers.add(t);
   }
 
-  /** The next key and its priority; waits while empty; undefined after {@link shutdown}. Call {@link done} after. */
-  async get(): Promise<{ key: K; priority: number } | undefined> {
+  /**
+   * The next key, its priority and how long it waited; waits while empty; undefined after {@link shutdown}.
+   * Call {@link done} after.
+   */
+  async get(): Promise<{ key: K; priority: number; waitedMs: number } | undefined> {
     for (;;) {
       if (this.#shutDown) return undefined;
       for (let p = 0; p < this.priorities; p++) {
@@ -58,7 +63,9 @@ export class WorkQueue<K> {
           level.delete(first.value);
           this.#queued.delete(first.value);
           this.#processing.add(first.value);
-          return { key: first.value, priority: p };
+          const waitedMs = performance.now() - (this.#queuedAt.get(first.value) ?? performance.now());
+          this.#queuedAt.delete(first.value);
+          return { key: first.value, priority: p, waitedMs };
         }
       }
       await new Promise<void>((resolve) => this.#waiters.push(resolve));

@@ -1,0 +1,71 @@
+/** Kubernetes Events on SyncConfigs: specific, and aggregated instead of repeated every pass. */
+import assert from "node:assert/strict";
+import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { counterValue, createNamespace, createSyncConfig, startController } from "./harness.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+interface EventView {
+  type: string;
+  reason: string;
+  message: string;
+  count?: number;
+  involvedObject: { name: string; kind: string };
+}
+
+async function eventsOf(admin: ReturnType<typeof clientFor>, namespace: string, name: string): Promise<EventView[]> {
+  const list = await admin.request<{ items: EventView[] }>({
+    method: "GET",
+    path: `/api/v1/namespaces/${namespace}/events`,
+    query: { fieldSelector: `involvedObject.name=${name},involvedObject.kind=SyncConfig` },
+  });
+  return list.items;
+}
+
+Deno.test("A failing item produces one aggregated Warning event, not one per pass", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const prefix = uniqueName("ev");
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 200 });
+  try {
+    for (const s of ["a", "b", "c"]) await createNamespace(admin, `${prefix}-${s}`);
+    await createSyncConfig(admin, cfgNs, "half-bad", {
+      namespaceSelector: { matchNames: [`${prefix}-.*`] },
+      syncItems: [
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "fine" } },
+        { apiVersion: "v1", kind: "NoSuchKind", metadata: { name: "broken" } },
+      ],
+    });
+    await createSyncConfig(admin, cfgNs, "invalid", {
+      namespaceSelector: {},
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } }],
+    });
+    const passes = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" });
+    await eventually(
+      async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" })) >= passes + 15,
+      20_000,
+      "at least five full passes",
+    );
+    const events = await eventsOf(admin, cfgNs, "half-bad");
+    const warnings = events.filter((e) => e.type === "Warning");
+    assert.equal(warnings.length, 1, JSON.stringify(warnings));
+    assert.equal(warnings[0].reason, "SyncFailed");
+    assert.match(
+      warnings[0].message,
+      /\.spec\.syncItems\[1\] \(NoSuchKind broken\): kind NoSuchKind is not served in apiVersion v1 \(in 3 namespaces, e\.g\. /,
+    );
+    const normal = events.filter((e) => e.type === "Normal" && e.reason === "Synchronized");
+    assert.equal(normal.length, 1, "one summary for the pass that created objects");
+    assert.match(normal[0].message, /Objects 3 created in 3 namespaces/);
+
+    const invalid = await eventually(async () =>
+      (await eventsOf(admin, cfgNs, "invalid")).find((e) => e.reason === "InvalidSyncConfigSpec")
+    );
+    assert.equal(invalid.type, "Warning");
+    assert.match(invalid.message, /\.spec\.namespaceSelector needs matchNames or labelSelector/);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
