@@ -20,6 +20,7 @@ import { installBase } from "../tests/testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
 import { AuditTail, countBy, percentile } from "./audit_tail.ts";
+import { aboutSyncConfig } from "../tests/integration/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
 import { renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
@@ -233,12 +234,13 @@ async function runSize(N: number): Promise<SizeResult> {
     await quiet(ctl);
     const aEvents = byIdentity(await audit.read(), identity);
     const a = {
-      byVerb: verbs(aEvents.filter((e) => e.objectRef?.resource !== "syncconfigs")),
+      byVerb: verbs(aEvents.filter((e) => !aboutSyncConfig(e))),
       otherNamespaces: aEvents.filter((e) =>
         e.objectRef?.namespace && e.objectRef.namespace !== fresh &&
-        e.objectRef.resource !== "syncconfigs"
+        !aboutSyncConfig(e)
       ).length,
       statusWrites: aEvents.filter((e) => e.objectRef?.subresource === "status").length,
+      events: aEvents.filter((e) => e.objectRef?.resource === "events").length,
     };
 
     log(`N=${N}: (c) idle latency`);

@@ -129,3 +129,8 @@ export async function counterValue(
     .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
     .reduce((a, v) => a + v.value, 0);
 }
+
+/** Requests about the SyncConfig itself (its status, its events), which live in the SyncConfig's namespace. */
+export function aboutSyncConfig(e: AuditEvent): boolean {
+  return e.objectRef?.resource === "syncconfigs" || e.objectRef?.resource === "events";
+}

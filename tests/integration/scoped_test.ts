@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
 import {
+  aboutSyncConfig,
   auditNow,
   counterValue,
   createNamespace,
@@ -66,9 +67,7 @@ Deno.test(
         20_000,
         "status counts the new namespace",
       );
-      const inNamespaces = (await requestsBy(c, ctl.identity, since)).filter((e) =>
-        e.objectRef?.resource !== "syncconfigs"
-      );
+      const inNamespaces = (await requestsBy(c, ctl.identity, since)).filter((e) => !aboutSyncConfig(e));
       assert.deepEqual(
         inNamespaces.map((e) => `${e.verb} ${e.objectRef?.resource} ${e.objectRef?.namespace}`).sort(),
         [`create configmaps ${fresh}`, `create secrets ${fresh}`, `create serviceaccounts ${fresh}`],
@@ -132,7 +131,7 @@ Deno.test(
         20_000,
         "status",
       );
-      const writes = (await requestsBy(c, ctl.identity, since)).filter((e) => e.objectRef?.resource !== "syncconfigs");
+      const writes = (await requestsBy(c, ctl.identity, since)).filter((e) => !aboutSyncConfig(e));
       assert.ok(
         writes.length > 0 && writes.every((e) => e.objectRef?.namespace === `${prefix}-later`),
         JSON.stringify(writes.map((e) => e.requestURI)),
@@ -150,7 +149,7 @@ Deno.test(
         20_000,
         "status shrinks",
       );
-      const after = (await requestsBy(c, ctl.identity, since2)).filter((e) => e.objectRef?.resource !== "syncconfigs");
+      const after = (await requestsBy(c, ctl.identity, since2)).filter((e) => !aboutSyncConfig(e));
       assert.deepEqual(after.map((e) => e.requestURI), [], "nothing written when a namespace stops matching");
       assert.ok(await getObject(admin, `/api/v1/namespaces/${prefix}-later/configmaps/one`), "and nothing deleted");
     } finally {
