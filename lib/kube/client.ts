@@ -50,6 +50,8 @@ export interface HttpClientOptions {
   onResponse?: ResponseObserver;
 }
 
+export const MAX_THROTTLE_RETRIES = 3;
+
 /** {@link KubeClient} over HTTPS with client-side rate limiting (watches are not rate limited, as in client-go). */
 export class HttpKubeClient implements KubeClient {
   readonly #http: Deno.HttpClient;
@@ -69,18 +71,30 @@ export class HttpKubeClient implements KubeClient {
     this.#http.close();
   }
 
+  /**
+   * Sends one request. A 429, or a 5xx that carries `Retry-After`, means the server did not process it: it is sent
+   * again after the advised delay (at most {@link MAX_THROTTLE_RETRIES} times, each wait capped at 10 s), as
+   * client-go does. Other failures are the caller's to classify.
+   */
   async request<T = unknown>(req: KubeRequest): Promise<T> {
-    await this.#limiter.take(req.signal);
-    const res = await this.#fetch(req.method, req.path, req.query, {
-      body: req.body === undefined ? undefined : JSON.stringify(req.body),
-      contentType: req.contentType ?? "application/json",
-      accept: req.accept ?? "application/json",
-      signal: req.signal,
-      watch: false,
-    });
-    const text = await res.text();
-    if (!res.ok) throw apiErrorFrom(res.status, text, res.headers.get("retry-after"));
-    return (text ? JSON.parse(text) : undefined) as T;
+    for (let attempt = 0;; attempt++) {
+      await this.#limiter.take(req.signal);
+      const res = await this.#fetch(req.method, req.path, req.query, {
+        body: req.body === undefined ? undefined : JSON.stringify(req.body),
+        contentType: req.contentType ?? "application/json",
+        accept: req.accept ?? "application/json",
+        signal: req.signal,
+        watch: false,
+      });
+      const text = await res.text();
+      if (res.ok) return (text ? JSON.parse(text) : undefined) as T;
+      const error = apiErrorFrom(res.status, text, res.headers.get("retry-after"));
+      const throttled = res.status === 429 || (res.status >= 500 && error.retryAfterSeconds !== undefined);
+      if (!throttled || attempt >= MAX_THROTTLE_RETRIES) throw error;
+      const waitMs = Math.min(10_000, (error.retryAfterSeconds ?? 1) * 1000);
+      await new Promise((r) => setTimeout(r, waitMs));
+      req.signal?.throwIfAborted();
+    }
   }
 
   async *watch(
