@@ -307,13 +307,13 @@ export class Controller {
       const r = await executor.syncItem(ref, item);
       if (r.state === "synced" && r.action !== "none") {
         this.#recordChange(cfg.key, r.action, namespace);
-        log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
+        log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
           action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
           kind: item.kind,
           namespace,
           name: renderTemplate(item.name, namespace),
           syncConfig: cfg.key,
-          reason: r.reason,
+          reason: r.reason ?? (r.action === "create" ? "it did not exist" : "it differed"),
         });
       }
       return r;
