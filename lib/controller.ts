@@ -211,7 +211,10 @@ export class Controller {
     if (!sc) {
       this.#compiled.delete(key);
       this.#outcomes.delete(key);
-      this.opts.metrics.items.remove({ syncconfig: key, state: "synchronized" });
+      this.#changes.delete(key);
+      for (const state of ["synchronized", "deleted", "failed"]) {
+        this.opts.metrics.items.remove({ syncconfig: key, state });
+      }
       log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
       return;
     }

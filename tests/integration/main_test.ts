@@ -93,6 +93,12 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
       });
       assert.match(metrics, /espejo_api_requests_total\{verb="POST",resource="configmaps",code="201"\} 1/);
       assert.match(metrics, /process_resident_memory_bytes/);
+      assert.match(metrics, /espejo_syncs_total\{trigger="syncconfig",result="success"\} [1-9]/);
+      // Every metric the README documents is served.
+      const readme = await Deno.readTextFile(join(repoRoot, "README.md"));
+      const documented = [...readme.matchAll(/^\| `(espejo_[a-z_]+)/gm)].map((m) => m[1]);
+      assert.ok(documented.length >= 10, "the README lists the metrics");
+      for (const name of documented) assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), `${name} is served`);
     } finally {
       const sentAt = Date.now();
       child.kill("SIGTERM");

@@ -47,16 +47,7 @@ Deno.test("The audit log records requests by user, verb and namespace", opts, as
   const admin = clientFor(c);
   const ns = uniqueName("audit");
   try {
-    await admin.request({
-      method: "POST",
-      path: "/api/v1/namespaces",
-      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-    });
-    await admin.request({
-      method: "POST",
-      path: `/api/v1/namespaces/${ns}/configmaps`,
-      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "audited" } },
-    });
+    await namespaceWithConfigMap(admin, ns, "audited");
     const event = await eventually(async () =>
       (await auditEvents(c)).find((e) =>
         e.verb === "create" && e.objectRef?.namespace === ns && e.objectRef?.resource === "configmaps"
@@ -74,16 +65,7 @@ Deno.test("Deleting a namespace completes (the namespace controller runs)", opts
   const admin = clientFor(c);
   const ns = uniqueName("doomed");
   try {
-    await admin.request({
-      method: "POST",
-      path: "/api/v1/namespaces",
-      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
-    });
-    await admin.request({
-      method: "POST",
-      path: `/api/v1/namespaces/${ns}/configmaps`,
-      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "content" } },
-    });
+    await namespaceWithConfigMap(admin, ns, "content");
     await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${ns}` });
     await eventually(
       () =>
@@ -152,3 +134,16 @@ Deno.test("Without Go and without KUBEBUILDER_ASSETS the build names both ways o
     await Deno.remove(home, { recursive: true });
   }
 });
+
+async function namespaceWithConfigMap(admin: ReturnType<typeof clientFor>, ns: string, configMap: string) {
+  await admin.request({
+    method: "POST",
+    path: "/api/v1/namespaces",
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+  });
+  await admin.request({
+    method: "POST",
+    path: `/api/v1/namespaces/${ns}/configmaps`,
+    body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: configMap } },
+  });
+}
