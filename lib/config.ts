@@ -115,9 +115,12 @@ export function buildCommand(version: string): Command {
     )
     .addOption(
       new Option("--kube-api-burst <requests>", "requests to the API server allowed in a burst above --kube-api-qps")
-        .default(100).argParser(positiveNumber),
+        .default(100).argParser((v) => {
+          const n = positiveNumber(v);
+          if (n < 1) throw new InvalidArgumentError(`"${v}" is less than 1: no request could ever be sent`);
+          return n;
+        }),
     )
-    .showHelpAfterError("(run with --help for usage)")
     .allowExcessArguments(false);
 }
 

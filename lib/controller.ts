@@ -10,6 +10,7 @@
  * that changed it, once per SyncConfig.
  */
 import { getLogger } from "@logtape/logtape";
+import { setImmediate } from "node:timers";
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
@@ -74,6 +75,7 @@ export class Controller {
   #caches?: ResourceCaches;
   #executor?: Executor;
   #lastProgress = Date.now();
+  #workerStarted = false;
 
   constructor(private readonly opts: ControllerOptions) {
     this.#events = new EventRecorder(opts.client);
@@ -115,7 +117,9 @@ export class Controller {
 
   /** Milliseconds since the worker last finished a unit or found the queue empty (for liveness). */
   get idleForMs(): number {
-    return this.queue.idle ? 0 : Date.now() - this.#lastProgress;
+    // A standby (no leadership yet) has queued work but no worker: that is waiting, not wedged.
+    if (!this.#workerStarted || this.queue.idle) return 0;
+    return Date.now() - this.#lastProgress;
   }
 
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
@@ -126,9 +130,18 @@ export class Controller {
       onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
       onError: (r, e, ms) => this.#watchError(r, e, ms),
     });
-    this.#executor = new Executor(client, new Discovery(client), this.#caches, (action) => {
-      this.opts.metrics.writes.inc({ action });
-    });
+    this.#executor = new Executor(
+      client,
+      new Discovery(client),
+      this.#caches,
+      (action) => this.opts.metrics.writes.inc({ action }),
+      (owner) => {
+        // Only SyncConfigs in the watched namespace(s) are known; elsewhere an owner's existence cannot be told.
+        const ns = owner.slice(0, owner.indexOf("/"));
+        if (this.opts.watchNamespace && ns !== this.opts.watchNamespace) return undefined;
+        return this.syncConfigs.get(owner) !== undefined;
+      },
+    );
     signal.addEventListener("abort", () => this.queue.shutdown(), { once: true });
     this.namespaces.run(signal);
     this.syncConfigs.run(signal);
@@ -147,6 +160,8 @@ export class Controller {
   }
 
   async #worker(): Promise<void> {
+    this.#workerStarted = true;
+    this.#lastProgress = Date.now();
     for (;;) {
       this.#updateGauges();
       const next = await this.queue.get();
@@ -165,6 +180,9 @@ export class Controller {
         this.queue.done(key);
         this.#lastProgress = Date.now();
       }
+      // A unit whose awaits all resolve at once (nothing to write) never lets the event loop read sockets; without
+      // this, a watch event for a new namespace would wait for the whole pass instead of one unit.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
@@ -209,6 +227,7 @@ export class Controller {
   #syncConfigChanged(key: string): void {
     const sc = this.syncConfigs.get(key);
     if (!sc) {
+      if (!this.#compiled.has(key)) return;
       this.#compiled.delete(key);
       this.#outcomes.delete(key);
       this.#changes.delete(key);
@@ -254,7 +273,7 @@ export class Controller {
     // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
     // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
     const targeted: CompiledSyncConfig[] = [];
-    for (const [cfgKey, { result }] of this.#compiled) {
+    for (const [cfgKey, { result }] of this.#freshCompiled()) {
       if (!result.ok) continue;
       if (ns && ns.phase === "Active" && result.config.selector.selects(ns)) targeted.push(result.config);
       else if (this.#outcomes.get(cfgKey)!.delete(name)) this.#dirty.add(cfgKey);
@@ -284,6 +303,19 @@ export class Controller {
     }
     this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
     this.opts.metrics.syncDuration.observe({ trigger }, (performance.now() - started) / 1000);
+  }
+
+  /**
+   * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
+   * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
+   */
+  #freshCompiled(): Map<string, { generation: number; result: CompileResult }> {
+    for (const key of [...this.#compiled.keys()]) {
+      const sc = this.syncConfigs.get(key);
+      const generation = (sc?.metadata?.generation as number | undefined) ?? 0;
+      if (!sc || this.#compiled.get(key)!.generation !== generation) this.#syncConfigChanged(key);
+    }
+    return this.#compiled;
   }
 
   /** The deleteItems, then the syncItems of one SyncConfig in one namespace; the items of each list concurrently. */

@@ -103,20 +103,11 @@ export class EventRecorder {
 
 /**
  * Groups item failures of one SyncConfig across namespaces: the namespace is taken out of each message, so one bad
- * item failing in 500 namespaces becomes one event "... (in 500 namespaces, e.g. team-a)".
+ * item failing in 500 namespaces becomes one event. The message names no namespace and no count, so that it stays
+ * the same (and aggregated) while namespaces come and go; the status counts them.
  */
 export function groupFailures(errors: string[]): string[] {
-  const groups = new Map<string, string[]>();
-  for (const e of errors) {
-    const m = / in namespace (\S+?):/.exec(e);
-    const key = m ? e.replace(m[0], ":") : e;
-    const list = groups.get(key) ?? [];
-    if (m) list.push(m[1]);
-    groups.set(key, list);
-  }
-  return [...groups].map(([message, namespaces]) =>
-    namespaces.length === 0
-      ? message
-      : `${message} (in ${namespaces.length} namespace${namespaces.length > 1 ? "s" : ""}, e.g. ${namespaces[0]})`
-  );
+  const groups = new Set<string>();
+  for (const e of errors) groups.add(e.replace(/ in namespace \S+?:/, ":"));
+  return [...groups];
 }

@@ -29,6 +29,11 @@ export interface ItemRef {
 
 /** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
 const CACHE_WAIT_MS = 30_000;
+const MAX_BACKOFF_ENTRIES = 100_000;
+
+function backoffDelayMs(attempts: number): number {
+  return Math.min(300_000, 1000 * 2 ** Math.max(0, attempts - 1));
+}
 
 export class Executor {
   constructor(
@@ -36,7 +41,37 @@ export class Executor {
     private readonly discovery: Discovery,
     private readonly caches: ResourceCaches,
     private readonly onWrite: (action: ItemAction) => void = () => {},
+    /** Whether a SyncConfig exists (undefined: cannot tell, e.g. outside WATCH_NAMESPACE). */
+    private readonly ownerExists: (key: string) => boolean | undefined = () => undefined,
   ) {}
+
+  /**
+   * Writes that failed, by SyncConfig, item and namespace: the same write (same desired hash) is not sent again
+   * before its backoff (1 s, doubling, at most 5 min) has passed, so a rejected item costs one request per backoff
+   * step instead of one per pass.
+   */
+  readonly #backoff = new Map<string, { hash: string; attempts: number; until: number; result: ItemResult }>();
+
+  #backedOff(key: string, hash: string): ItemResult | undefined {
+    const b = this.#backoff.get(key);
+    return b && b.hash === hash && Date.now() < b.until ? b.result : undefined;
+  }
+
+  #remember(key: string, hash: string, result: ItemResult): ItemResult {
+    if (result.state !== "failed") {
+      this.#backoff.delete(key);
+      return result;
+    }
+    const attempts = (this.#backoff.get(key)?.hash === hash ? this.#backoff.get(key)!.attempts : 0) + 1;
+    if (this.#backoff.size >= MAX_BACKOFF_ENTRIES) this.#backoff.delete(this.#backoff.keys().next().value!);
+    this.#backoff.set(key, { hash, attempts, until: Date.now() + backoffDelayMs(attempts), result });
+    return result;
+  }
+
+  /** How long the write of a failed item waits before it is sent again, for the n-th failure in a row. */
+  static backoffDelayMs(attempts: number): number {
+    return backoffDelayMs(attempts);
+  }
 
   /** Builds the object `item` asks for in `namespace`, with our marker label and annotations. */
   static async desired(
@@ -81,10 +116,36 @@ export class Executor {
     }
     const observed = cache.get(`${ref.namespace}/${name}`);
     const owner = observed?.object.metadata?.annotations?.[OWNER_ANNOTATION];
-    if (observed && owner && owner !== ref.cfg.key) {
+    if (observed && this.#ownedByOther(owner, ref)) {
       return fail(`the object is already managed by SyncConfig ${owner}; two SyncConfigs cannot write the same object`);
     }
-    if (observed && !driftOf(desired, hash, observed)) return { state: "synced", action: "none" };
+    if (observed && !driftOf(desired, hash, observed)) {
+      this.#backoff.delete(`${ref.cfg.key}|s${item.index}|${ref.namespace}`);
+      return { state: "synced", action: "none" };
+    }
+    const backoffKey = `${ref.cfg.key}|s${item.index}|${ref.namespace}`;
+    // A new generation (e.g. forceRecreate switched on) may succeed where the old one failed: no waiting then.
+    const attempt = `${ref.cfg.generation}:${hash}`;
+    const waiting = this.#backedOff(backoffKey, attempt);
+    if (waiting) return waiting;
+    return this.#remember(backoffKey, attempt, await this.#writeItem(ref, resource, desired, hash, observed, fail));
+  }
+
+  #ownedByOther(owner: string | undefined, ref: ItemRef): boolean {
+    // An owner that is known to be gone (deleted SyncConfig) no longer holds the object: it can be adopted.
+    return !!owner && owner !== ref.cfg.key && this.ownerExists(owner) !== false;
+  }
+
+  async #writeItem(
+    ref: ItemRef,
+    resource: ResourceInfo,
+    desired: KubeObject,
+    hash: string,
+    observed: ReturnType<ReturnType<ResourceCaches["managed"]>["get"]>,
+    fail: (reason: string, retriable?: boolean) => ItemResult,
+  ): Promise<ItemResult> {
+    const name = desired.metadata!.name!;
+    const cache = this.caches.managed(resource);
     const path = objectPath(resource, ref.namespace, name);
     try {
       if (!observed) {
@@ -103,7 +164,7 @@ export class Executor {
         }
         const current = await this.client.request<KubeObject>({ method: "GET", path });
         const currentOwner = current.metadata?.annotations?.[OWNER_ANNOTATION];
-        if (currentOwner && currentOwner !== ref.cfg.key) {
+        if (this.#ownedByOther(currentOwner, ref)) {
           return fail(
             `the object is already managed by SyncConfig ${currentOwner}; two SyncConfigs cannot write the same object`,
           );
@@ -208,6 +269,22 @@ export class Executor {
     const key = `${ref.namespace}/${name}`;
     const existing = cache.get(key);
     if (!existing) return { state: "absent" };
+    const backoffKey = `${ref.cfg.key}|d${item.index}|${ref.namespace}`;
+    const attempt = `${ref.cfg.generation}:${existing.uid}`;
+    const waiting = this.#backedOff(backoffKey, attempt);
+    if (waiting) return waiting;
+    return this.#remember(backoffKey, attempt, await this.#delete(resource, ref, name, existing.uid, fail));
+  }
+
+  async #delete(
+    resource: ResourceInfo,
+    ref: ItemRef,
+    name: string,
+    uid: string,
+    fail: (reason: string, retriable?: boolean) => ItemResult,
+  ): Promise<ItemResult> {
+    const key = `${ref.namespace}/${name}`;
+    const cache = this.caches.existing(resource);
     try {
       await this.client.request({
         method: "DELETE",
@@ -216,7 +293,7 @@ export class Executor {
           apiVersion: "v1",
           kind: "DeleteOptions",
           propagationPolicy: "Background",
-          preconditions: { uid: existing.uid },
+          preconditions: { uid },
         },
       });
       cache.forget(key);

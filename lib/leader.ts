@@ -44,6 +44,11 @@ export class LeaderElector {
     return `/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases/${LEASE_NAME}`;
   }
 
+  /** Each Lease request must finish well within the renew deadline. */
+  get #timeoutMs(): number {
+    return Math.max(1000, Math.floor(this.o.renewDeadlineMs / 2));
+  }
+
   get isLeader(): boolean {
     return this.#leading;
   }
@@ -69,24 +74,32 @@ export class LeaderElector {
   }
 
   /**
-   * Renews every retry period until `signal` aborts (then releases the Lease) or renewal fails for longer than
-   * the renew deadline (then calls `onLost`: the process must stop writing at once).
+   * Renews every retry period until `signal` aborts, or until renewal has failed for longer than the renew
+   * deadline: then `onLost` is called and the process must stop writing at once. The deadline is kept by a timer
+   * of its own, so a renewal request that hangs cannot stretch it. Releasing is the caller's job, after its last
+   * write ({@link release}).
    */
   async hold(signal: AbortSignal, onLost: () => void): Promise<void> {
-    let lastRenew = Date.now();
-    while (!signal.aborted) {
-      await sleep(this.o.retryPeriodMs, signal);
-      if (signal.aborted) break;
-      const ok = await this.#tryAcquireOrRenew().catch(() => false);
-      if (ok) lastRenew = Date.now();
-      else if (Date.now() - lastRenew > this.o.renewDeadlineMs) {
-        this.#set(false);
-        log.error("Lost leadership: the Lease could not be renewed within {ms} ms", { ms: this.o.renewDeadlineMs });
-        onLost();
-        return;
-      }
+    let deadline = setTimeout(lost, this.o.renewDeadlineMs);
+    const self = this;
+    function lost() {
+      if (signal.aborted) return;
+      self.#set(false);
+      log.error("Lost leadership: the Lease could not be renewed within {ms} ms", { ms: self.o.renewDeadlineMs });
+      onLost();
     }
-    await this.release();
+    try {
+      while (!signal.aborted) {
+        await sleep(this.o.retryPeriodMs, signal);
+        if (signal.aborted) break;
+        if (await this.#tryAcquireOrRenew().catch(() => false)) {
+          clearTimeout(deadline);
+          deadline = setTimeout(lost, this.o.renewDeadlineMs);
+        }
+      }
+    } finally {
+      clearTimeout(deadline);
+    }
   }
 
   /** Gives the Lease up so a standby can take over at once instead of waiting for it to expire. */
@@ -125,12 +138,13 @@ export class LeaderElector {
     const durationSeconds = Math.ceil(this.o.leaseDurationMs / 1000);
     let current: Lease | undefined;
     try {
-      current = await this.o.client.request<Lease>({ method: "GET", path: this.path });
+      current = await this.o.client.request<Lease>({ method: "GET", path: this.path, timeoutMs: this.#timeoutMs });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
     if (!current) {
       const created = await this.o.client.request<Lease>({
+        timeoutMs: this.#timeoutMs,
         method: "POST",
         path: this.path.slice(0, this.path.lastIndexOf("/")),
         body: {
@@ -170,6 +184,7 @@ export class LeaderElector {
     };
     try {
       const updated = await this.o.client.request<Lease>({
+        timeoutMs: this.#timeoutMs,
         method: "PUT",
         path: this.path,
         body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: current.metadata, spec },

@@ -17,6 +17,8 @@ export interface KubeRequest {
   contentType?: string;
   accept?: string;
   signal?: AbortSignal;
+  /** Give up after this long (default {@link DEFAULT_TIMEOUT_MS}); a hung connection must not hang a sync. */
+  timeoutMs?: number;
 }
 
 /** One event of a watch stream, decoded. `object` is a Status for ERROR events. */
@@ -51,6 +53,7 @@ export interface HttpClientOptions {
 }
 
 export const MAX_THROTTLE_RETRIES = 3;
+export const DEFAULT_TIMEOUT_MS = 60_000;
 
 /** {@link KubeClient} over HTTPS with client-side rate limiting (watches are not rate limited, as in client-go). */
 export class HttpKubeClient implements KubeClient {
@@ -79,11 +82,13 @@ export class HttpKubeClient implements KubeClient {
   async request<T = unknown>(req: KubeRequest): Promise<T> {
     for (let attempt = 0;; attempt++) {
       await this.#limiter.take(req.signal);
+      const timeout = AbortSignal.timeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+      const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
       const res = await this.#fetch(req.method, req.path, req.query, {
         body: req.body === undefined ? undefined : JSON.stringify(req.body),
         contentType: req.contentType ?? "application/json",
         accept: req.accept ?? "application/json",
-        signal: req.signal,
+        signal,
         watch: false,
       });
       const text = await res.text();

@@ -7,15 +7,17 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { HttpClientOptions } from "./client.ts";
 
 /**
- * Loads, in client-go's order: the `--kubeconfig` path, `$KUBECONFIG`, the in-cluster service account,
- * `~/.kube/config`. Throws with a message naming what was tried when none yields a cluster.
+ * Loads, in client-node's order: the `--kubeconfig` path, `$KUBECONFIG`, `~/.kube/config`, then the in-cluster
+ * service account. Throws with a message naming what was tried when none yields a cluster.
  */
 export async function loadClientOptions(kubeconfigPath?: string): Promise<HttpClientOptions> {
   const kc = new KubeConfig();
   if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
   else kc.loadFromDefault();
   const cluster = kc.getCurrentCluster();
-  if (!cluster) {
+  // With nothing to load, client-node falls back to an unauthenticated http://localhost:8080, which never works.
+  const fallback = cluster?.name === "cluster" && cluster.server === "http://localhost:8080" && !kubeconfigPath;
+  if (!cluster || fallback) {
     throw new Error(
       "No Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, run in a pod, or create ~/.kube/config",
     );

@@ -33,6 +33,7 @@ export interface ReflectorOptions<T> {
 interface Cached<T> {
   value: T;
   resourceVersion: string;
+  uid?: string;
 }
 
 const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
@@ -78,7 +79,11 @@ export class Reflector<T> {
   upsert(raw: KubeObject): void {
     const value = this.opts.decode(raw);
     if (value !== undefined) {
-      this.#store.set(objectKey(raw), { value, resourceVersion: raw.metadata?.resourceVersion ?? "" });
+      this.#store.set(objectKey(raw), {
+        value,
+        resourceVersion: raw.metadata?.resourceVersion ?? "",
+        uid: raw.metadata?.uid,
+      });
     }
   }
 
@@ -94,8 +99,11 @@ export class Reflector<T> {
       try {
         if (!this.#resourceVersion) await this.#list(signal);
         failures = 0;
-        await this.#watch(signal);
+        const started = Date.now();
+        const events = await this.#watch(signal);
         this.lastError = undefined;
+        // A watch that the server (or a proxy) closes at once, again and again, must not become a busy loop.
+        if (events === 0 && Date.now() - started < 1000) await sleep(backoffMs(++failures), signal);
       } catch (e) {
         if (signal.aborted) return;
         if (isGone(e)) {
@@ -130,7 +138,11 @@ export class Reflector<T> {
       for (const raw of page.items ?? []) {
         const value = this.opts.decode(raw);
         if (value !== undefined) {
-          seen.set(objectKey(raw), { value, resourceVersion: raw.metadata?.resourceVersion ?? "" });
+          seen.set(objectKey(raw), {
+            value,
+            resourceVersion: raw.metadata?.resourceVersion ?? "",
+            uid: raw.metadata?.uid,
+          });
         }
       }
       continueToken = page.metadata?.continue || undefined;
@@ -156,21 +168,41 @@ export class Reflector<T> {
     }
   }
 
-  async #watch(signal: AbortSignal): Promise<void> {
+  /** Watches until the server ends the stream; returns how many events arrived. */
+  async #watch(signal: AbortSignal): Promise<number> {
     // The server ends a watch after timeoutSeconds; a random length spreads reconnects like client-go does.
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
-    const events = this.client.watch(
-      this.opts.path,
-      {
-        labelSelector: this.opts.labelSelector,
-        resourceVersion: this.#resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds,
-      },
-      signal,
-      this.opts.metadataOnly ? METADATA_WATCH : undefined,
-    );
-    for await (const ev of events) this.#apply(ev);
+    // A connection can die without a close (a NAT or proxy drops it). The server sends a bookmark about once a
+    // minute, so a watch that stays silent much longer than that is abandoned and resumed.
+    const idleMs = this.opts.idleTimeoutMs ?? 150_000;
+    const idle = new AbortController();
+    let timer = setTimeout(() => idle.abort(), idleMs);
+    let count = 0;
+    try {
+      const events = this.client.watch(
+        this.opts.path,
+        {
+          labelSelector: this.opts.labelSelector,
+          resourceVersion: this.#resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds,
+        },
+        AbortSignal.any([signal, idle.signal]),
+        this.opts.metadataOnly ? METADATA_WATCH : undefined,
+      );
+      for await (const ev of events) {
+        clearTimeout(timer);
+        timer = setTimeout(() => idle.abort(), idleMs);
+        count++;
+        this.#apply(ev);
+      }
+    } catch (e) {
+      if (!idle.signal.aborted || signal.aborted) throw e;
+      this.opts.onWatchRestart?.(`no event or bookmark for ${idleMs / 1000}s, reconnecting`);
+    } finally {
+      clearTimeout(timer);
+    }
+    return count;
   }
 
   #apply(ev: WatchEvent): void {
@@ -185,13 +217,18 @@ export class Reflector<T> {
     const key = objectKey(raw);
     const old = this.#store.get(key);
     if (ev.type === "DELETED") {
+      // After delete + create (forceRecreate) the old object's DELETED can arrive after we stored the new one.
+      if (old?.uid && raw.metadata?.uid && old.uid !== raw.metadata.uid) return;
       this.#store.delete(key);
       if (old) this.opts.onChange?.("deleted", old.value, old.value);
       return;
     }
+    // An event older than the copy our own write stored (resourceVersions are integers in every API server that
+    // exists, but only compared when both parse as such).
+    if (old && old.uid === raw.metadata?.uid && isOlder(rv, old.resourceVersion)) return;
     const value = this.opts.decode(raw);
     if (value === undefined) return;
-    this.#store.set(key, { value, resourceVersion: rv });
+    this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
     // Already known at this version: the reply of our own write, put in by upsert().
     if (old && old.resourceVersion === rv) return;
     this.opts.onChange?.(old ? "modified" : "added", value, old?.value);
@@ -215,4 +252,9 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+function isOlder(rv: string, than: string): boolean {
+  if (!/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
+  return BigInt(rv) < BigInt(than);
 }

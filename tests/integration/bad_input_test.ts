@@ -5,7 +5,17 @@
 import assert from "node:assert/strict";
 import { applyYaml } from "../testenv/apply.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
-import { condition, createNamespace, createSyncConfig, getObject, startController, statusOf } from "./harness.ts";
+import {
+  auditNow,
+  condition,
+  counterValue,
+  createNamespace,
+  createSyncConfig,
+  getObject,
+  requestsBy,
+  startController,
+  statusOf,
+} from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -265,6 +275,37 @@ rules:
     await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${ns}/configmaps/plain` });
     await eventually(() => getObject(admin, `/api/v1/namespaces/${ns}/configmaps/plain`), 20_000, "recreated");
     assert.ok(ctl.controller.ready);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("A rejected write is retried with backoff, not on every pass", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("backoff");
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 100 });
+  try {
+    await createNamespace(admin, ns);
+    const since = auditNow();
+    await createSyncConfig(admin, cfgNs, "rejected", {
+      namespaceSelector: { matchNames: [ns] },
+      syncItems: [cm("fine"), { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bad" }, data: { "a b": "x" } }],
+    });
+    await eventually(async () => (await statusOf(admin, cfgNs, "rejected")).failedItemCount === 1, 20_000);
+    // Passes every 100 ms for 3.5 s: without backoff ~35 attempts; with 1 s, 2 s, 4 s steps at most 3.
+    const passes = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" });
+    await eventually(
+      async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" })) >= passes + 20,
+      20_000,
+      "twenty passes",
+    );
+    const attempts = (await requestsBy(c, ctl.identity, since)).filter((e) =>
+      e.verb === "create" && e.objectRef?.resource === "configmaps" && e.responseStatus?.code === 422
+    );
+    assert.ok(attempts.length >= 1 && attempts.length <= 4, `${attempts.length} attempts`);
   } finally {
     await ctl.stop();
     admin.close();

@@ -52,7 +52,7 @@ Deno.test("Controller creates items with ${PROJECT_NAME} replaced, only in selec
       const cm = await eventually(() => getObject(admin, cmPath(ns, "info")), 20_000, `ConfigMap in ${ns}`);
       assert.deepEqual(cm.data, { namespace: ns, url: `https://example.com/${ns}/x` });
       assert.equal(cm.metadata?.annotations?.team, ns);
-      assert.ok(await getObject(admin, `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/reader`));
+      await eventually(() => getObject(admin, `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/reader`));
     }
     const s = await eventually(
       async () => {

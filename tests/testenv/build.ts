@@ -74,8 +74,12 @@ export async function ensureBinaries(progress: Progress = (l) => console.error(l
   await Deno.mkdir(binDir, { recursive: true });
   for (const name of BINARIES) {
     const link = join(binDir, name);
-    await Deno.remove(link).catch(() => {});
-    await Deno.symlink(join(cacheDir, name), link);
+    const target = join(cacheDir, name);
+    if ((await Deno.readLink(link).catch(() => "")) === target) continue;
+    // Several control planes may start at once (tests run in parallel): replace the link atomically.
+    const temp = `${link}.${crypto.randomUUID()}`;
+    await Deno.symlink(target, temp);
+    await Deno.rename(temp, link);
   }
   return binDir;
 }
