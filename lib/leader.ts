@@ -80,14 +80,13 @@ export class LeaderElector {
    * write ({@link release}).
    */
   async hold(signal: AbortSignal, onLost: () => void): Promise<void> {
-    let deadline = setTimeout(lost, this.o.renewDeadlineMs);
-    const self = this;
-    function lost() {
+    const lost = () => {
       if (signal.aborted) return;
-      self.#set(false);
-      log.error("Lost leadership: the Lease could not be renewed within {ms} ms", { ms: self.o.renewDeadlineMs });
+      this.#set(false);
+      log.error("Lost leadership: the Lease could not be renewed within {ms} ms", { ms: this.o.renewDeadlineMs });
       onLost();
-    }
+    };
+    let deadline = setTimeout(lost, this.o.renewDeadlineMs);
     try {
       while (!signal.aborted) {
         await sleep(this.o.retryPeriodMs, signal);
