@@ -1,7 +1,9 @@
 # espejo: compiled into one binary with `deno compile` in a builder stage, shipped on distroless (glibc, no shell).
 # Build: docker build -t espejo .   (the builder needs network access to fetch npm packages and denort)
 
-FROM denoland/deno:2.5.6 AS build
+# The Deno release the project is developed and tested with (deno.lock is written by it).
+ARG DENO_VERSION=2.9.6
+FROM denoland/deno:${DENO_VERSION} AS build
 WORKDIR /src
 COPY deno.json deno.lock ./
 COPY main.ts ./

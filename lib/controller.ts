@@ -15,7 +15,7 @@ import type { KubeClient } from "./kube/client.ts";
 import { Discovery } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
 import { EventRecorder, groupFailures } from "./events.ts";
-import { Executor, type ItemAction } from "./executor.ts";
+import { Executor, type ItemAction, type ItemResult } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual, type KubeObject } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
@@ -338,7 +338,10 @@ export class Controller {
       }
       return r;
     }));
-    const syncs = await Promise.all(cfg.syncItems.map(async (item) => {
+    // Sync items go in the order written, as in the Go espejo: a RoleBinding after the Role it binds, an object
+    // after the one it refers to. (Different SyncConfigs, and deleteItems, run concurrently.)
+    const syncs: ItemResult[] = [];
+    for (const item of cfg.syncItems) {
       const r = await executor.syncItem(ref, item);
       if (r.state === "synced" && r.action !== "none") {
         this.#recordChange(cfg.key, r.action, namespace);
@@ -351,8 +354,8 @@ export class Controller {
           reason: r.reason ?? (r.action === "create" ? "it did not exist" : "it differed"),
         });
       }
-      return r;
-    }));
+      syncs.push(r);
+    }
     const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
     let retry = false;
     for (const r of [...deletes, ...syncs]) {
@@ -361,7 +364,9 @@ export class Controller {
       else if (r.state === "failed") {
         outcome.failed++;
         outcome.errors.push(r.message);
-        retry ||= r.retriable;
+        // Every failure requeues the namespace with backoff; the executor's per-item backoff keeps a rejected write
+        // from being sent again before its time, and a transient error is retried without waiting for a pass.
+        retry = true;
       }
     }
     return { outcome, retry };

@@ -27,6 +27,7 @@ Deno.test("Controller creates items with ${PROJECT_NAME} replaced, only in selec
     await createNamespace(admin, `${prefix}-b`, { "espejo-test/tenant": prefix });
     await createNamespace(admin, `${prefix}-ignored`);
     await createNamespace(admin, `${prefix}x-other`);
+    const since = auditNow();
     await createSyncConfig(admin, cfgNs, "defaults", {
       namespaceSelector: {
         matchNames: [`${prefix}-a`, `${prefix}-ign.*`],
@@ -46,6 +47,14 @@ Deno.test("Controller creates items with ${PROJECT_NAME} replaced, only in selec
           metadata: { name: "reader" },
           rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"] }],
         },
+        // Written after the Role it binds (items go in order); espejo holds no `bind`, so the Role must exist.
+        {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: "reader" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "reader" },
+          subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: "${PROJECT_NAME}-readers" }],
+        },
       ],
     });
     for (const ns of [`${prefix}-a`, `${prefix}-b`]) {
@@ -57,12 +66,14 @@ Deno.test("Controller creates items with ${PROJECT_NAME} replaced, only in selec
     const s = await eventually(
       async () => {
         const s = await statusOf(admin, cfgNs, "defaults");
-        return s.synchronizedItemCount === 4 ? s : undefined;
+        return s.synchronizedItemCount === 6 ? s : undefined;
       },
       20_000,
-      "status to count 4 synchronized items",
+      "status to count 6 synchronized items",
     );
     assert.equal(s.failedItemCount, 0);
+    const refused = (await requestsBy(c, ctl.identity, since)).filter((e) => (e.responseStatus?.code ?? 0) >= 400);
+    assert.deepEqual(refused.map((e) => `${e.verb} ${e.requestURI} ${e.responseStatus?.code}`), [], "no write failed");
     assert.equal(condition(s, "Ready")?.status, "True");
     assert.equal(condition(s, "Ready")?.reason, "SynchronizationSucceeded");
     for (const ns of [`${prefix}-ignored`, `${prefix}x-other`]) {
