@@ -105,7 +105,8 @@ Deno.test("Only the leader writes; a standby takes over after SIGKILL; SIGTERM r
     await createNamespace(admin, `${prefix}-two`);
     await eventually(() => getObject(admin, `/api/v1/namespaces/${prefix}-two/configmaps/ha`), 30_000, "takeover");
     const takeover = Date.now() - killedAt;
-    assert.ok(takeover < 4_000 + 3_000, `took over in ${takeover} ms (lease 4 s)`);
+    // Lease duration (4 s) plus one retry period and the sync itself, with room for a loaded CI machine.
+    assert.ok(takeover < 4_000 + 4_000, `took over in ${takeover} ms (lease 4 s)`);
     assert.ok(await isLeader(standby));
 
     // SIGTERM while passes run every 200 ms: exit 0 within 10 s and leave the Lease free.
