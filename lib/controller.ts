@@ -30,6 +30,7 @@ import {
   type SyncConfig,
 } from "./syncconfig.ts";
 import { renderTemplate } from "./template.ts";
+import { writeWaves } from "./waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
@@ -338,23 +339,26 @@ export class Controller {
       }
       return r;
     }));
-    // Sync items go in the order written, as in the Go espejo: a RoleBinding after the Role it binds, an object
-    // after the one it refers to. (Different SyncConfigs, and deleteItems, run concurrently.)
-    const syncs: ItemResult[] = [];
-    for (const item of cfg.syncItems) {
-      const r = await executor.syncItem(ref, item);
-      if (r.state === "synced" && r.action !== "none") {
-        this.#recordChange(cfg.key, r.action, namespace);
-        log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
-          action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
-          kind: item.kind,
-          namespace,
-          name: renderTemplate(item.name, namespace),
-          syncConfig: cfg.key,
-          reason: r.reason ?? (r.action === "create" ? "it did not exist" : "it differed"),
-        });
-      }
-      syncs.push(r);
+    // Items are written concurrently, in waves: an item waits for the earlier items it refers to (a RoleBinding
+    // for the Role it binds, which the API server requires to exist when espejo holds no `bind`).
+    const syncs: ItemResult[] = new Array(cfg.syncItems.length);
+    for (const wave of writeWaves(cfg.syncItems)) {
+      await Promise.all(wave.map(async (i) => {
+        const item = cfg.syncItems[i];
+        const r = await executor.syncItem(ref, item);
+        if (r.state === "synced" && r.action !== "none") {
+          this.#recordChange(cfg.key, r.action, namespace);
+          log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
+            action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
+            kind: item.kind,
+            namespace,
+            name: renderTemplate(item.name, namespace),
+            syncConfig: cfg.key,
+            reason: r.reason ?? (r.action === "create" ? "it did not exist" : "it differed"),
+          });
+        }
+        syncs[i] = r;
+      }));
     }
     const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
     let retry = false;
