@@ -346,14 +346,13 @@ async function runSize(N: number): Promise<SizeResult> {
     let created = 0;
     const deadline = Date.now() + 600_000;
     while (passLatencies.length < samples && Date.now() < deadline) {
-      // A pass is running when the interval counter moves within a few milliseconds.
+      // A pass is running when the interval counter moved since the last look. Looks are 50 ms apart: serving
+      // /metrics costs the controller 5-25 ms of its one thread, and polling harder would slow the pass it measures.
       const before = await intervalCount();
-      await sleep(10);
+      await sleep(50);
       if ((await intervalCount()) === before) continue;
-      const batch = Array.from(
-        { length: Math.min(10, samples - passLatencies.length) },
-        () => `bench-busy-${created++}`,
-      );
+      // One at a time: a batch would measure new namespaces queueing behind each other, not behind the pass.
+      const batch = [`bench-busy-${created++}`];
       const starts = await Promise.all(batch.map(async (name) => {
         const start = performance.now();
         await createNamespace(admin, name);
