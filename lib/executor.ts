@@ -20,7 +20,7 @@ export type ItemResult =
   | { state: "synced"; action: ItemAction; reason?: string }
   | { state: "deleted" }
   | { state: "absent" }
-  | { state: "failed"; message: string; retriable: boolean };
+  | { state: "failed"; message: string };
 
 export interface ItemRef {
   cfg: CompiledSyncConfig;
@@ -94,25 +94,24 @@ export class Executor {
   async syncItem(ref: ItemRef, item: SyncItemSpec): Promise<ItemResult> {
     const what = `.spec.syncItems[${item.index}]` +
       (item.kind && item.name ? ` (${item.kind} ${renderTemplate(item.name, ref.namespace)})` : "");
-    const fail = (reason: string, retriable = false): ItemResult => ({
+    const fail = (reason: string): ItemResult => ({
       state: "failed",
-      retriable,
       message: `SyncConfig ${ref.cfg.key}: ${what} in namespace ${ref.namespace}: ${reason}`,
     });
     if (item.problem) {
-      return { state: "failed", retriable: false, message: `SyncConfig ${ref.cfg.key}: ${item.problem}` };
+      return { state: "failed", message: `SyncConfig ${ref.cfg.key}: ${item.problem}` };
     }
     let resource: ResourceInfo;
     try {
       resource = await this.#resolve(item.apiVersion, item.kind);
     } catch (e) {
-      return fail(reasonOf(e), !(e instanceof UnknownKindError));
+      return fail(reasonOf(e));
     }
     const { object: desired, hash } = await Executor.desired(ref.cfg, item, ref.namespace);
     const name = desired.metadata!.name!;
     const cache = this.caches.managed(resource);
     if (!(await ready(cache))) {
-      return fail(cacheProblem(resource, cache.lastError), true);
+      return fail(cacheProblem(resource, cache.lastError));
     }
     const observed = cache.get(`${ref.namespace}/${name}`);
     const owner = observed?.object.metadata?.annotations?.[OWNER_ANNOTATION];
@@ -142,7 +141,7 @@ export class Executor {
     desired: KubeObject,
     hash: string,
     observed: ReturnType<ReturnType<ResourceCaches["managed"]>["get"]>,
-    fail: (reason: string, retriable?: boolean) => ItemResult,
+    fail: (reason: string) => ItemResult,
   ): Promise<ItemResult> {
     const name = desired.metadata!.name!;
     const cache = this.caches.managed(resource);
@@ -180,7 +179,7 @@ export class Executor {
         driftOf(desired, hash, observed),
       );
     } catch (e) {
-      return fail(reasonOf(e), e instanceof ApiError ? e.code === 429 || e.code >= 500 || e.code === 409 : true);
+      return fail(reasonOf(e));
     }
   }
 
@@ -247,24 +246,23 @@ export class Executor {
 
   async deleteItem(ref: ItemRef, item: DeleteItemSpec): Promise<ItemResult> {
     const name = renderTemplate(item.name, ref.namespace);
-    const fail = (reason: string, retriable = false): ItemResult => ({
+    const fail = (reason: string): ItemResult => ({
       state: "failed",
-      retriable,
       message:
         `SyncConfig ${ref.cfg.key}: .spec.deleteItems[${item.index}] (${item.kind} ${name}) in namespace ${ref.namespace}: ${reason}`,
     });
     if (item.problem) {
-      return { state: "failed", retriable: false, message: `SyncConfig ${ref.cfg.key}: ${item.problem}` };
+      return { state: "failed", message: `SyncConfig ${ref.cfg.key}: ${item.problem}` };
     }
     let resource: ResourceInfo;
     try {
       resource = await this.#resolve(item.apiVersion, item.kind);
     } catch (e) {
-      return fail(reasonOf(e), !(e instanceof UnknownKindError));
+      return fail(reasonOf(e));
     }
     const cache = this.caches.existing(resource);
     if (!(await ready(cache))) {
-      return fail(cacheProblem(resource, cache.lastError), true);
+      return fail(cacheProblem(resource, cache.lastError));
     }
     const key = `${ref.namespace}/${name}`;
     const existing = cache.get(key);
@@ -281,7 +279,7 @@ export class Executor {
     ref: ItemRef,
     name: string,
     uid: string,
-    fail: (reason: string, retriable?: boolean) => ItemResult,
+    fail: (reason: string) => ItemResult,
   ): Promise<ItemResult> {
     const key = `${ref.namespace}/${name}`;
     const cache = this.caches.existing(resource);
@@ -305,7 +303,7 @@ export class Executor {
         return { state: "absent" };
       }
       if (isConflict(e)) return { state: "absent" }; // uid precondition: a different object now has that name
-      return fail(reasonOf(e), e instanceof ApiError ? e.code === 429 || e.code >= 500 : true);
+      return fail(reasonOf(e));
     }
   }
 
