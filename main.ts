@@ -4,6 +4,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { parseConfig } from "./lib/config.ts";
+import { formatDuration } from "./lib/duration.ts";
 import { Controller } from "./lib/controller.ts";
 import { serveMetrics, serveProbes } from "./lib/http_server.ts";
 import { HttpKubeClient } from "./lib/kube/client.ts";
@@ -24,7 +25,7 @@ async function main(): Promise<number> {
   const log = getLogger(["espejo", "main"]);
   log.info("Starting espejo {version}", {
     version: VERSION,
-    reconcileInterval: `${config.reconcileIntervalMs}ms`,
+    reconcileInterval: formatDuration(config.reconcileIntervalMs),
     watchNamespace: config.watchNamespace || "(all)",
     leaderElection: config.enableLeaderElection,
     metricsAddr: config.metricsAddr ? `${config.metricsAddr.hostname}:${config.metricsAddr.port}` : "off",

@@ -68,11 +68,6 @@ export class Executor {
     return result;
   }
 
-  /** How long the write of a failed item waits before it is sent again, for the n-th failure in a row. */
-  static backoffDelayMs(attempts: number): number {
-    return backoffDelayMs(attempts);
-  }
-
   /** Builds the object `item` asks for in `namespace`, with our marker label and annotations. */
   static async desired(
     cfg: CompiledSyncConfig,

@@ -80,10 +80,6 @@ export class ResourceCaches {
     for (const [k, r] of this.#existing) out[`existing:${k}`] = r.size;
     return out;
   }
-
-  get allSynced(): boolean {
-    return [...this.#managed.values(), ...this.#existing.values()].every((r) => r.hasSynced);
-  }
 }
 
 /** Keeps what drift detection needs; managedFields is reduced to the foreign managers' field sets. */
