@@ -6,13 +6,20 @@
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
 import { ApiError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "./kube/errors.ts";
-import { driftOf, FIELD_MANAGER, HASH_ANNOTATION } from "./drift.ts";
+import { FIELD_MANAGER, HASH_ANNOTATION } from "./drift.ts";
 import { hashOf, type KubeObject } from "./objects.ts";
-import { MANAGED_LABEL, MANAGED_LABEL_VALUE, type ResourceCaches } from "./resource_caches.ts";
+import {
+  type CachedObject,
+  driftOfCached,
+  MANAGED_LABEL,
+  MANAGED_LABEL_VALUE,
+  OWNER_ANNOTATION,
+  type ResourceCaches,
+} from "./resource_caches.ts";
 import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "./syncconfig.ts";
 import { renderTemplate } from "./template.ts";
 
-export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
+export { OWNER_ANNOTATION };
 
 export type ItemAction = "create" | "update" | "recreate" | "delete" | "none";
 
@@ -109,20 +116,22 @@ export class Executor {
       return fail(cacheProblem(resource, cache.lastError));
     }
     const observed = cache.get(`${ref.namespace}/${name}`);
-    const owner = observed?.object.metadata?.annotations?.[OWNER_ANNOTATION];
-    if (observed && this.#ownedByOther(owner, ref)) {
-      return fail(`the object is already managed by SyncConfig ${owner}; two SyncConfigs cannot write the same object`);
-    }
-    if (observed && !driftOf(desired, hash, observed)) {
-      this.#backoff.delete(`${ref.cfg.key}|s${item.index}|${ref.namespace}`);
-      return { state: "synced", action: "none" };
+    if (observed && this.#ownedByOther(observed.owner, ref)) {
+      return fail(
+        `the object is already managed by SyncConfig ${observed.owner}; two SyncConfigs cannot write the same object`,
+      );
     }
     const backoffKey = `${ref.cfg.key}|s${item.index}|${ref.namespace}`;
+    const drift = observed && driftOfCached(desired, hash, observed);
+    if (observed && !drift) {
+      this.#backoff.delete(backoffKey);
+      return { state: "synced", action: "none" };
+    }
     // A new generation (e.g. forceRecreate switched on) may succeed where the old one failed: no waiting then.
     const attempt = `${ref.cfg.generation}:${hash}`;
     const waiting = this.#backedOff(backoffKey, attempt);
     if (waiting) return waiting;
-    return this.#remember(backoffKey, attempt, await this.#writeItem(ref, resource, desired, hash, observed, fail));
+    return this.#remember(backoffKey, attempt, await this.#writeItem(ref, resource, desired, observed, drift, fail));
   }
 
   #ownedByOther(owner: string | undefined, ref: ItemRef): boolean {
@@ -134,8 +143,8 @@ export class Executor {
     ref: ItemRef,
     resource: ResourceInfo,
     desired: KubeObject,
-    hash: string,
-    observed: ReturnType<ReturnType<ResourceCaches["managed"]>["get"]>,
+    observed: CachedObject | undefined,
+    drift: string | undefined,
     fail: (reason: string) => ItemResult,
   ): Promise<ItemResult> {
     const name = desired.metadata!.name!;
@@ -165,14 +174,7 @@ export class Executor {
         }
         return await this.#update(path, desired, current.metadata?.resourceVersion, ref, cache);
       }
-      return await this.#update(
-        path,
-        desired,
-        observed.object.metadata?.resourceVersion,
-        ref,
-        cache,
-        driftOf(desired, hash, observed),
-      );
+      return await this.#update(path, desired, observed.resourceVersion, ref, cache, drift);
     } catch (e) {
       return fail(reasonOf(e));
     }

@@ -1,17 +1,37 @@
 /**
  * Caches of the objects the controller writes or deletes, one per resource, started on first use:
- * - managed objects: only those carrying our label, full content (managedFields reduced to what drift needs);
+ * - managed objects: only those carrying our label, in the compact form of {@link CachedObject};
  * - deletion candidates: metadata only (name, namespace, uid) of every object of a kind named in `deleteItems`,
  *   so that a deleteItem that is already absent costs no request.
  */
 import type { KubeClient } from "./kube/client.ts";
 import { collectionPath, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector } from "./kube/reflector.ts";
-import { foreignFields, type ObservedState } from "./drift.ts";
-import type { KubeObject } from "./objects.ts";
+import { driftOf, foreignFields, HASH_ANNOTATION } from "./drift.ts";
+import type { FieldsV1, KubeObject } from "./objects.ts";
 
 export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const MANAGED_LABEL_VALUE = "espejo";
+/** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
+export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
+
+/**
+ * What the cache keeps of one of our objects. The content is kept as JSON text, not as parsed objects: V8 spends
+ * several times the text's size on a parsed object, and 20,000 objects must fit in the memory limit. The text is
+ * parsed only when a sync compares an object whose desired hash still matches, which the caller does rarely
+ * (namespaces found in sync are skipped, see freshness.ts).
+ */
+export interface CachedObject {
+  resourceVersion: string;
+  /** {@link HASH_ANNOTATION}: the hash of what we last wrote. */
+  desiredHash?: string;
+  /** {@link OWNER_ANNOTATION} */
+  owner?: string;
+  /** The object without `managedFields`, as JSON. */
+  json: string;
+  /** The field sets of other managers (usually none), from `managedFields`. */
+  foreign: FieldsV1[];
+}
 
 export interface ExistingObject {
   uid: string;
@@ -20,14 +40,17 @@ export interface ExistingObject {
 export interface CacheEvents {
   /** A managed object changed (someone else may have edited it): its namespace should be checked. */
   onManagedChange?: (namespace: string) => void;
+  /** An object of a kind named in deleteItems appeared, changed or went. */
+  onCandidateChange?: (namespace: string) => void;
   onWatchRestart?: (resource: string, reason: string) => void;
   onError?: (resource: string, error: unknown, retryInMs: number) => void;
 }
 
 const resourceKey = (r: ResourceInfo) => `${r.group}/${r.version}/${r.resource}`;
+const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
 
 export class ResourceCaches {
-  readonly #managed = new Map<string, Reflector<ObservedState>>();
+  readonly #managed = new Map<string, Reflector<CachedObject>>();
   readonly #existing = new Map<string, Reflector<ExistingObject>>();
 
   constructor(
@@ -37,15 +60,15 @@ export class ResourceCaches {
   ) {}
 
   /** The cache of our objects of resource `r`, started if needed. Await `.synced` before trusting it. */
-  managed(r: ResourceInfo): Reflector<ObservedState> {
+  managed(r: ResourceInfo): Reflector<CachedObject> {
     const key = resourceKey(r);
     let refl = this.#managed.get(key);
     if (!refl) {
-      refl = new Reflector<ObservedState>(this.client, {
+      refl = new Reflector<CachedObject>(this.client, {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
         decode: decodeManaged,
-        onChange: (_t, obj) => this.events.onManagedChange?.(obj.object.metadata?.namespace ?? ""),
+        onChange: (_t, _obj, _old, key) => this.events.onManagedChange?.(namespaceOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
@@ -64,6 +87,7 @@ export class ResourceCaches {
         path: collectionPath(r),
         metadataOnly: true,
         decode: (raw) => ({ uid: raw.metadata?.uid ?? "" }),
+        onChange: (_t, _obj, _old, key) => this.events.onCandidateChange?.(namespaceOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
@@ -82,10 +106,23 @@ export class ResourceCaches {
   }
 }
 
+const NO_FOREIGN: FieldsV1[] = [];
+
 /** Keeps what drift detection needs; managedFields is reduced to the foreign managers' field sets. */
-export function decodeManaged(raw: KubeObject): ObservedState {
+export function decodeManaged(raw: KubeObject): CachedObject {
   const foreign = foreignFields(raw.metadata?.managedFields);
-  const object = { ...raw, metadata: { ...raw.metadata } };
-  delete object.metadata.managedFields;
-  return { object, foreign };
+  const { managedFields: _, ...metadata } = raw.metadata ?? {};
+  return {
+    resourceVersion: metadata.resourceVersion ?? "",
+    desiredHash: metadata.annotations?.[HASH_ANNOTATION],
+    owner: metadata.annotations?.[OWNER_ANNOTATION],
+    json: JSON.stringify({ ...raw, metadata }),
+    foreign: foreign.length ? foreign : NO_FOREIGN,
+  };
+}
+
+/** {@link driftOf} for a cached object; the content is parsed only when the desired hash matches. */
+export function driftOfCached(desired: KubeObject, desiredHash: string, cached: CachedObject): string | undefined {
+  if (cached.desiredHash !== desiredHash) return "desired state changed";
+  return driftOf(desired, desiredHash, { object: JSON.parse(cached.json), foreign: cached.foreign });
 }

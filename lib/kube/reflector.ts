@@ -11,7 +11,8 @@ import { ApiError, isGone } from "./errors.ts";
 import type { KubeObject } from "../objects.ts";
 
 export type ChangeType = "added" | "modified" | "deleted";
-export type ChangeHandler<T> = (type: ChangeType, obj: T, old: T | undefined) => void;
+/** `key` is `namespace/name` (or `name` for cluster-scoped objects). */
+export type ChangeHandler<T> = (type: ChangeType, obj: T, old: T | undefined, key: string) => void;
 
 export interface ReflectorOptions<T> {
   /** Collection path, e.g. `/api/v1/namespaces` or `/apis/rbac.authorization.k8s.io/v1/roles`. */
@@ -152,14 +153,16 @@ export class Reflector<T> {
     for (const [key, old] of this.#store) {
       if (!seen.has(key)) {
         this.#store.delete(key);
-        this.opts.onChange?.("deleted", old.value, old.value);
+        this.opts.onChange?.("deleted", old.value, old.value, key);
       }
     }
     for (const [key, next] of seen) {
       const old = this.#store.get(key);
       this.#store.set(key, next);
-      if (!old) this.opts.onChange?.("added", next.value, undefined);
-      else if (old.resourceVersion !== next.resourceVersion) this.opts.onChange?.("modified", next.value, old.value);
+      if (!old) this.opts.onChange?.("added", next.value, undefined, key);
+      else if (old.resourceVersion !== next.resourceVersion) {
+        this.opts.onChange?.("modified", next.value, old.value, key);
+      }
     }
     this.#resourceVersion = rv;
     if (!this.#synced) {
@@ -220,7 +223,7 @@ export class Reflector<T> {
       // After delete + create (forceRecreate) the old object's DELETED can arrive after we stored the new one.
       if (old?.uid && raw.metadata?.uid && old.uid !== raw.metadata.uid) return;
       this.#store.delete(key);
-      if (old) this.opts.onChange?.("deleted", old.value, old.value);
+      if (old) this.opts.onChange?.("deleted", old.value, old.value, key);
       return;
     }
     // An event older than the copy our own write stored (resourceVersions are integers in every API server that
@@ -231,7 +234,7 @@ export class Reflector<T> {
     this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
     // Already known at this version: the reply of our own write, put in by upsert().
     if (old && old.resourceVersion === rv) return;
-    this.opts.onChange?.(old ? "modified" : "added", value, old?.value);
+    this.opts.onChange?.(old ? "modified" : "added", value, old?.value, key);
   }
 }
 
