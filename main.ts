@@ -26,6 +26,7 @@ async function main(): Promise<number> {
   log.info("Starting espejo {version}", {
     version: VERSION,
     reconcileInterval: formatDuration(config.reconcileIntervalMs),
+    fullCompareInterval: formatDuration(config.fullCompareIntervalMs),
     watchNamespace: config.watchNamespace || "(all)",
     leaderElection: config.enableLeaderElection,
     metricsAddr: config.metricsAddr ? `${config.metricsAddr.hostname}:${config.metricsAddr.port}` : "off",
@@ -89,6 +90,7 @@ async function main(): Promise<number> {
     client,
     watchNamespace: config.watchNamespace,
     reconcileIntervalMs: config.reconcileIntervalMs,
+    fullCompareIntervalMs: config.fullCompareIntervalMs,
     metrics,
     leadership: elector
       ? async (signal) => {

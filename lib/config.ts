@@ -7,6 +7,8 @@ import { parseGoDuration } from "./duration.ts";
 
 export interface Config {
   reconcileIntervalMs: number;
+  /** How long a namespace found in sync is skipped by passes; 0: compare every namespace in every pass. */
+  fullCompareIntervalMs: number;
   metricsAddr: ListenAddr | undefined;
   healthAddr: ListenAddr | undefined;
   enableLeaderElection: boolean;
@@ -49,6 +51,16 @@ function duration(text: string): number {
   }
 }
 
+function durationOrZero(text: string): number {
+  try {
+    const ms = parseGoDuration(text);
+    if (ms < 0) throw new Error(`"${text}" must not be negative`);
+    return ms;
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
+}
+
 function positiveNumber(text: string): number {
   const n = Number(text);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`"${text}" is not a positive number`);
@@ -70,6 +82,14 @@ export function buildCommand(version: string): Command {
         "how often every SyncConfig is synced against every namespace (Go duration: 10s, 1m30s)",
       )
         .default(10_000, "10s").argParser(duration),
+    )
+    .addOption(
+      new Option(
+        "--full-compare-interval <duration>",
+        "how long a pass skips a namespace whose last sync changed nothing and whose inputs did not change since; " +
+          "0 compares every namespace in every pass",
+      )
+        .default(600_000, "10m").argParser(durationOrZero),
     )
     .addOption(
       new Option("--metrics-addr <addr>", "address of the Prometheus /metrics endpoint; 0 disables it")
@@ -178,6 +198,7 @@ export function parseConfig(
   };
   return {
     reconcileIntervalMs: o.reconcileInterval,
+    fullCompareIntervalMs: o.fullCompareInterval,
     metricsAddr: addr("--metrics-addr <addr>", o.metricsAddr),
     healthAddr: addr("--health-addr <addr>", o.healthAddr),
     enableLeaderElection: o.enableLeaderElection === true,

@@ -10,16 +10,19 @@
  * that changed it, once per SyncConfig.
  */
 import { getLogger } from "@logtape/logtape";
+import process from "node:process";
 import { setImmediate } from "node:timers";
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
 import { EventRecorder, groupFailures } from "./events.ts";
+import { Freshness } from "./freshness.ts";
 import { Executor, type ItemAction, type ItemResult } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual, type KubeObject } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { ResourceCaches } from "./resource_caches.ts";
+import { SelectionIndex } from "./selection_index.ts";
 import type { NamespaceFacts } from "./selector.ts";
 import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./status.ts";
 import {
@@ -56,6 +59,8 @@ export interface ControllerOptions {
   /** Only SyncConfigs in this namespace are read; empty means all namespaces (WATCH_NAMESPACE). */
   watchNamespace: string;
   reconcileIntervalMs: number;
+  /** `--full-compare-interval`: see {@link Freshness}; 0 compares every namespace in every pass. */
+  fullCompareIntervalMs?: number;
   metrics: Metrics;
   /** Resolves once this process may write (leader election); default: at once. */
   leadership?: (signal: AbortSignal) => Promise<void>;
@@ -73,6 +78,10 @@ export class Controller {
   /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
   readonly #changes = new Map<string, { actions: Map<ItemAction, number>; namespaces: Set<string> }>();
   readonly #events: EventRecorder;
+  readonly #freshness: Freshness;
+  readonly #selection = new SelectionIndex<NamespaceInfo>();
+  /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
+  #pass?: { pending: Set<string>; startedMs: number; cpu: { user: number; system: number } };
   #caches?: ResourceCaches;
   #executor?: Executor;
   #lastProgress = Date.now();
@@ -80,6 +89,7 @@ export class Controller {
 
   constructor(private readonly opts: ControllerOptions) {
     this.#events = new EventRecorder(opts.client);
+    this.#freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
     this.namespaces = new Reflector<NamespaceInfo>(opts.client, {
       path: "/api/v1/namespaces",
       decode: (raw) => ({
@@ -103,6 +113,8 @@ export class Controller {
       },
       onChange: (type, sc, old) => {
         if (type === "deleted" || sc.metadata?.generation !== old?.metadata?.generation) {
+          // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
+          this.#freshness.changedEverywhere();
           this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
         }
       },
@@ -128,6 +140,8 @@ export class Controller {
     const client = this.opts.client;
     this.#caches = new ResourceCaches(client, signal, {
       onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
+      // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object).
+      onCandidateChange: (ns) => this.#freshness.changedIn(ns),
       onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
       onError: (r, e, ms) => this.#watchError(r, e, ms),
     });
@@ -192,9 +206,20 @@ export class Controller {
       await sleep(this.opts.reconcileIntervalMs, signal);
       if (signal.aborted) return;
       if (this.queue.length(Priority.interval) > 0) continue; // the previous pass is still running
+      const now = Date.now();
+      const pass = { pending: new Set<string>(), startedMs: performance.now(), cpu: process.cpuUsage() };
+      this.#pass = pass;
+      let unchanged = 0;
       for (const ns of this.namespaces.values()) {
-        if (this.#targetedByAny(ns)) this.queue.add(`ns/${ns.name}`, Priority.interval);
+        if (!this.#targetedByAny(ns)) continue;
+        if (this.#freshness.isFresh(ns.name, now)) unchanged++;
+        else {
+          pass.pending.add(ns.name);
+          this.queue.add(`ns/${ns.name}`, Priority.interval);
+        }
       }
+      if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
+      if (pass.pending.size === 0) this.#passDone();
       // Caches pick up what watches missed, but a status must be refreshed after a pass too.
       for (const key of this.#compiled.keys()) this.#dirty.add(key);
       this.queue.add("status", Priority.status);
@@ -203,6 +228,8 @@ export class Controller {
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
+      this.#freshness.forget(ns.name);
+      this.#selection.forget(ns.name);
       for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#dirty.add(cfgKey);
       this.#retries.delete(`ns/${ns.name}`);
       this.queue.add("status", Priority.status);
@@ -214,14 +241,23 @@ export class Controller {
   }
 
   #namespaceChanged(name: string): void {
+    this.#freshness.changedIn(name);
     if (this.#compiled.size === 0) return;
     this.queue.add(`ns/${name}`, Priority.namespace);
   }
 
   #targetedByAny(ns: NamespaceInfo): boolean {
-    for (const { result } of this.#compiled.values()) if (result.ok && result.config.selector.selects(ns)) return true;
+    if (this.#selectingConfigs(ns).length) return true;
     for (const byNs of this.#outcomes.values()) if (byNs.has(ns.name)) return true;
     return false;
+  }
+
+  /** Keys of the valid SyncConfigs that select `ns` (from the index). */
+  #selectingConfigs(ns: NamespaceInfo): string[] {
+    const compiled = this.#compiled;
+    return this.#selection.selecting(ns, function* () {
+      for (const { result } of compiled.values()) if (result.ok) yield result.config;
+    });
   }
 
   /** A SyncConfig was created, changed or deleted: recompile it and enqueue the namespaces it selects. */
@@ -230,6 +266,7 @@ export class Controller {
     if (!sc) {
       if (!this.#compiled.has(key)) return;
       this.#compiled.delete(key);
+      this.#selection.invalidate();
       this.#outcomes.delete(key);
       this.#changes.delete(key);
       for (const state of ["synchronized", "deleted", "failed"]) {
@@ -243,6 +280,7 @@ export class Controller {
     if (!entry || entry.generation !== generation) {
       entry = { generation, result: compileSyncConfig(sc) };
       this.#compiled.set(key, entry);
+      this.#selection.invalidate();
     }
     const result = entry.result;
     this.#dirty.add(key);
@@ -269,14 +307,18 @@ export class Controller {
     const started = performance.now();
     const ns = this.namespaces.get(name);
     const trigger = TRIGGER[priority] ?? "interval";
+    const inputsAt = this.#freshness.begin();
     let retry = false;
     let failed = false;
+    let wrote = false;
     // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
     // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
     const targeted: CompiledSyncConfig[] = [];
-    for (const [cfgKey, { result }] of this.#freshCompiled()) {
+    const compiled = this.#freshCompiled();
+    const selecting = new Set(ns ? this.#selectingConfigs(ns) : []);
+    for (const [cfgKey, { result }] of compiled) {
       if (!result.ok) continue;
-      if (ns && ns.phase === "Active" && result.config.selector.selects(ns)) targeted.push(result.config);
+      if (selecting.has(cfgKey)) targeted.push(result.config);
       else if (this.#outcomes.get(cfgKey)!.delete(name)) this.#dirty.add(cfgKey);
     }
     const results = await Promise.all(targeted.map((cfg) => this.#syncConfigInNamespace(cfg, name)));
@@ -284,6 +326,7 @@ export class Controller {
       const { outcome } = results[i];
       retry ||= results[i].retry;
       failed ||= outcome.failed > 0;
+      wrote ||= results[i].wrote;
       const byNs = this.#outcomes.get(cfg.key)!;
       const before = byNs.get(name);
       if (!before || !deepEqual(before, outcome)) {
@@ -294,6 +337,7 @@ export class Controller {
       }
     });
     if (this.#dirty.size) this.queue.add("status", Priority.status);
+    this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry, Date.now());
     const key = `ns/${name}`;
     if (retry) {
       const n = (this.#retries.get(key) ?? 0) + 1;
@@ -304,6 +348,16 @@ export class Controller {
     }
     this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
     this.opts.metrics.syncDuration.observe({ trigger }, (performance.now() - started) / 1000);
+    // Whatever the trigger: a namespace event may have taken the pass's unit over.
+    if (this.#pass?.pending.delete(name) && this.#pass.pending.size === 0) this.#passDone();
+  }
+
+  #passDone(): void {
+    const pass = this.#pass!;
+    this.#pass = undefined;
+    const cpu = process.cpuUsage(pass.cpu);
+    this.opts.metrics.passDuration.observe((performance.now() - pass.startedMs) / 1000);
+    this.opts.metrics.passCpu.observe((cpu.user + cpu.system) / 1e6);
   }
 
   /**
@@ -323,7 +377,7 @@ export class Controller {
   async #syncConfigInNamespace(
     cfg: CompiledSyncConfig,
     namespace: string,
-  ): Promise<{ outcome: NamespaceOutcome; retry: boolean }> {
+  ): Promise<{ outcome: NamespaceOutcome; retry: boolean; wrote: boolean }> {
     const ref = { cfg, namespace };
     const executor = this.#executor!;
     const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
@@ -362,7 +416,9 @@ export class Controller {
     }
     const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
     let retry = false;
+    let wrote = false;
     for (const r of [...deletes, ...syncs]) {
+      wrote ||= r.state === "deleted" || (r.state === "synced" && r.action !== "none");
       if (r.state === "synced") outcome.synced++;
       else if (r.state === "deleted") outcome.deleted++;
       else if (r.state === "failed") {
@@ -373,7 +429,7 @@ export class Controller {
         retry = true;
       }
     }
-    return { outcome, retry };
+    return { outcome, retry, wrote };
   }
 
   #recordChange(cfgKey: string, action: ItemAction, namespace: string): void {

@@ -26,6 +26,18 @@ export class Metrics {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  readonly passDuration = new client.Histogram({
+    name: "espejo_full_pass_duration_seconds",
+    help: "Time from the start of an interval pass until its last namespace was synced",
+    buckets: [0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  readonly passCpu = new client.Histogram({
+    name: "espejo_full_pass_cpu_seconds",
+    help: "CPU time the process used during an interval pass",
+    buckets: [0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   readonly items = new client.Gauge({
     name: "espejo_items",
     help: "Items of each SyncConfig in its last sync, by state (synchronized, deleted, failed)",

@@ -23,7 +23,7 @@ export interface RunningController {
 
 export async function startController(
   c: TestCluster,
-  opts: { watchNamespace: string; reconcileIntervalMs?: number },
+  opts: { watchNamespace: string; reconcileIntervalMs?: number; fullCompareIntervalMs?: number },
 ): Promise<RunningController> {
   const admin = clientFor(c);
   const identity = await createServiceAccount(admin, opts.watchNamespace, "espejo", "espejo-manager");
@@ -40,6 +40,7 @@ export async function startController(
     client,
     watchNamespace: opts.watchNamespace,
     reconcileIntervalMs: opts.reconcileIntervalMs ?? 600_000,
+    fullCompareIntervalMs: opts.fullCompareIntervalMs,
     metrics,
   });
   const stopper = new AbortController();

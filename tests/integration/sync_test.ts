@@ -268,7 +268,8 @@ Deno.test("Controller makes no request at all in a full pass where nothing chang
   const admin = clientFor(c);
   const cfgNs = uniqueName("cfg");
   const prefix = uniqueName("idle");
-  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 300 });
+  // Every namespace is compared in full in every pass: server defaults and normalization must not look like drift.
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 300, fullCompareIntervalMs: 0 });
   try {
     for (const s of ["a", "b", "c"]) await createNamespace(admin, `${prefix}-${s}`);
     await createSyncConfig(admin, cfgNs, "steady", {
@@ -306,6 +307,42 @@ Deno.test("Controller makes no request at all in a full pass where nothing chang
     );
     const requests = await requestsBy(c, ctl.identity, since);
     assert.deepEqual(requests.map((e) => `${e.verb} ${e.requestURI}`), []);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("Passes skip namespaces where nothing changed, and still see what changed in them", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("fresh");
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 300 });
+  const interval = (result: string) => counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval", result });
+  try {
+    await createNamespace(admin, ns);
+    await createSyncConfig(admin, cfgNs, "fresh", {
+      namespaceSelector: { matchNames: [ns] },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "one" }, data: { k: "v" } }],
+      deleteItems: [{ apiVersion: "v1", kind: "ConfigMap", name: "legacy" }],
+    });
+    await eventually(async () => (await statusOf(admin, cfgNs, "fresh")).synchronizedItemCount === 1, 20_000);
+    // Once a pass has found the namespace in sync, later passes skip it.
+    await eventually(async () => (await interval("unchanged")) >= 2, 20_000, "passes to skip the namespace");
+    const synced = await interval("success");
+    const skipped = await interval("unchanged");
+    await eventually(async () => (await interval("unchanged")) >= skipped + 3, 20_000, "three more passes");
+    assert.equal(await interval("success"), synced, "no namespace was synced by those passes");
+
+    // An object no event of ours reports (a deleteItems candidate appearing) makes the namespace stale again.
+    await admin.request({
+      method: "POST",
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "legacy" } },
+    });
+    await eventually(async () => !(await getObject(admin, cmPath(ns, "legacy"))), 20_000, "legacy deleted by a pass");
+    assert.ok((await interval("success")) > synced, "a pass synced the namespace");
   } finally {
     await ctl.stop();
     admin.close();

@@ -8,6 +8,7 @@ const parse = (args: string[], env: Record<string, string | undefined> = {}): Co
 Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () => {
   assert.deepEqual(parse([]), {
     reconcileIntervalMs: 10_000, // espejo --reconcile-interval 10s
+    fullCompareIntervalMs: 600_000,
     metricsAddr: { hostname: "0.0.0.0", port: 8080 }, // espejo --metrics-addr :8080
     healthAddr: { hostname: "0.0.0.0", port: 8081 }, // controller-runtime's usual probe address
     enableLeaderElection: false,
@@ -35,6 +36,13 @@ Deno.test("parseConfig accepts the arguments of the Go espejo's deployment", () 
   assert.equal(c.reconcileIntervalMs, 600_000);
   assert.deepEqual(c.metricsAddr, { hostname: "0.0.0.0", port: 8080 });
   assert.equal(c.enableLeaderElection, true);
+});
+
+Deno.test("parseConfig: --full-compare-interval takes a Go duration, 0 included, but nothing negative", () => {
+  assert.equal(parse(["--full-compare-interval=1h"]).fullCompareIntervalMs, 3_600_000);
+  assert.equal(parse(["--full-compare-interval", "0"]).fullCompareIntervalMs, 0);
+  assert.throws(() => parse(["--full-compare-interval=-1s"]), /must not be negative/);
+  assert.throws(() => parse(["--full-compare-interval=soon"]), CommanderError);
 });
 
 const BOOLEANS: [args: string[], leader: boolean, verbose: boolean][] = [
