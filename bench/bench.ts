@@ -23,7 +23,7 @@ import { AuditTail, countBy, percentile } from "./audit_tail.ts";
 import { aboutSyncConfig } from "../tests/integration/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
-import { renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
+import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 
 const M = 5;
 const K = ITEMS_PER_CONFIG;
@@ -71,7 +71,7 @@ class ControllerProcess {
     readonly logFile: string,
   ) {}
 
-  async start(intervalSeconds: number): Promise<void> {
+  async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
     const args = [
       "run",
       "--allow-all",
@@ -84,6 +84,7 @@ class ControllerProcess {
       "--kube-api-qps=1000",
       "--kube-api-burst=2000",
       "--log-format=json",
+      ...extraArgs,
     ];
     // The shell sends the log straight to a file: nothing in this process has to keep a pipe drained.
     const quoted = [Deno.execPath(), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
@@ -177,6 +178,50 @@ async function quiet(ctl: ControllerProcess, ms = 500): Promise<void> {
   });
 }
 
+/**
+ * Requests and figures of the next complete interval pass. The pass metrics are histograms the controller
+ * observes at the end of each pass, so sums and counts between two scrapes give exact per-pass figures. Scrapes are
+ * 250 ms apart: serving /metrics costs the controller CPU, which would otherwise count toward the pass.
+ */
+async function measurePass(
+  ctl: ControllerProcess,
+  audit: AuditTail,
+  identity: Identity,
+  intervalSeconds: number,
+): Promise<PassFigures> {
+  const count = (m: Samples) => sumOf(m, "espejo_full_pass_duration_seconds_count");
+  const synced = (m: Samples) =>
+    sumOf(m, "espejo_syncs_total", { trigger: "interval", result: "success" }) +
+    sumOf(m, "espejo_syncs_total", { trigger: "interval", result: "failed" });
+  // Start right after a pass ended, so the window holds exactly one pass.
+  const start = count(await ctl.metrics());
+  const m0 = await until("a pass to end", async () => {
+    await sleep(250);
+    const m = await ctl.metrics();
+    return count(m) > start ? m : undefined;
+  }, intervalSeconds * 3000);
+  await audit.skip();
+  const m1 = await until("the next pass to end", async () => {
+    await sleep(250);
+    const m = await ctl.metrics();
+    return count(m) > count(m0) ? m : undefined;
+  }, intervalSeconds * 3000);
+  const events = byIdentity(await audit.read(), identity);
+  const passes = count(m1) - count(m0);
+  const per = (name: string) => (sumOf(m1, name) - sumOf(m0, name)) / passes;
+  return {
+    requests: events.filter((ev) => ev.objectRef?.subresource !== "status").length,
+    statusWrites: events.filter((ev) => ev.objectRef?.subresource === "status").length,
+    byVerb: verbs(events),
+    passSeconds: per("espejo_full_pass_duration_seconds_sum"),
+    cpuSeconds: per("espejo_full_pass_cpu_seconds_sum"),
+    synced: (synced(m1) - synced(m0)) / passes,
+  };
+}
+
+/** Objects in the caches of managed kinds (not namespaces, SyncConfigs or deleteItems candidates). */
+const managedObjects = (m: Samples) => sumOf(m, "espejo_cache_objects", { cache: "managed:" }, true);
+
 async function statusSynced(admin: HttpKubeClient, name: string): Promise<number> {
   const sc = await admin.request<{ status?: { synchronizedItemCount?: number } }>({
     method: "GET",
@@ -246,6 +291,7 @@ async function runSize(N: number): Promise<SizeResult> {
     log(`N=${N}: (c) idle latency`);
     // (c) latency while idle: one namespace at a time
     const idleLatencies: number[] = [];
+    const idleM0 = await ctl.metrics();
     for (let i = 0; i < samples; i++) {
       const name = `bench-idle-${i}`;
       const start = performance.now();
@@ -255,6 +301,17 @@ async function runSize(N: number): Promise<SizeResult> {
       idleLatencies.push(arrivals.completedAt.get(name)! - start);
     }
     await quiet(ctl);
+    const idleM1 = await ctl.metrics();
+    // How much of the latency is the controller's: the time a namespace unit waited in the queue and took.
+    const meanMs = (name: string) => {
+      const labels = { trigger: "namespace" };
+      const count = sumOf(idleM1, `${name}_count`, labels) - sumOf(idleM0, `${name}_count`, labels);
+      return (1000 * (sumOf(idleM1, `${name}_sum`, labels) - sumOf(idleM0, `${name}_sum`, labels))) / count;
+    };
+    const idleInController = {
+      queueMs: meanMs("espejo_queue_wait_seconds"),
+      unitMs: meanMs("espejo_sync_duration_seconds"),
+    };
 
     log(`N=${N}: (d) new SyncConfig`);
     // (d) a new SyncConfig over every namespace
@@ -297,48 +354,26 @@ async function runSize(N: number): Promise<SizeResult> {
     };
 
     // (f) memory once converged
-    const rssMiB = sumOf(await ctl.metrics(), "process_resident_memory_bytes") / 2 ** 20;
+    const fMetrics = await ctl.metrics();
+    const f = {
+      rssMiB: sumOf(fMetrics, "process_resident_memory_bytes") / 2 ** 20,
+      managedObjects: managedObjects(fMetrics),
+    };
     await ctl.stop();
 
-    log(`N=${N}: phase 2: restart`);
-    // Phase 2: restart with a short interval.
+    log(`N=${N}: phase 2: restart, comparing every namespace in every pass`);
+    // Phase 2: restart with a short interval, every pass a full comparison.
     const interval = Math.max(3, Math.ceil(N / 250));
     await audit.skip();
-    await ctl.start(interval);
+    await ctl.start(interval, ["--full-compare-interval=0"]);
     log(`N=${N}: restarted`);
     await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
     await quiet(ctl, 300);
     const g = { byVerb: verbs(byIdentity(await audit.read(), identity)) };
 
-    log(`N=${N}: (b) one full pass`);
-    // (b) one steady full pass: the interval counter is still between passes and moves during one. Units whose
-    // namespace was already queued by an event count under that trigger, so counts are not used as boundaries.
+    log(`N=${N}: (b) one full-compare pass`);
+    const full = await measurePass(ctl, audit, identity, interval);
     const intervalCount = async () => sumOf(await ctl.metrics(), "espejo_syncs_total", { trigger: "interval" });
-    const stable = async (ms: number) => {
-      let last = await intervalCount();
-      let since = Date.now();
-      return await until("the interval counter to rest", async () => {
-        await sleep(50);
-        const now = await intervalCount();
-        if (now !== last) [last, since] = [now, Date.now()];
-        return Date.now() - since >= ms ? last : undefined;
-      });
-    };
-    const restingAt = await stable(Math.min(1000, interval * 250));
-    await audit.skip();
-    const m0 = await ctl.metrics();
-    await until("a pass to start", async () => (await intervalCount()) > restingAt, interval * 3000);
-    await stable(Math.min(1000, interval * 250));
-    const m1 = await ctl.metrics();
-    const bEvents = byIdentity(await audit.read(), identity);
-    const b = {
-      requests: bEvents.filter((ev) => ev.objectRef?.subresource !== "status").length,
-      statusWrites: bEvents.filter((ev) => ev.objectRef?.subresource === "status").length,
-      byVerb: verbs(bEvents),
-      passSeconds: sumOf(m1, "espejo_sync_duration_seconds_sum", { trigger: "interval" }) -
-        sumOf(m0, "espejo_sync_duration_seconds_sum", { trigger: "interval" }),
-      cpuSeconds: sumOf(m1, "process_cpu_seconds_total") - sumOf(m0, "process_cpu_seconds_total"),
-    };
 
     log(`N=${N}: (c) latency during passes`);
     // (c) latency of namespaces created while a full pass is running
@@ -363,6 +398,16 @@ async function runSize(N: number): Promise<SizeResult> {
       batch.forEach((n, i) => passLatencies.push(arrivals.completedAt.get(n)! - starts[i]));
     }
     await ctl.stop();
+
+    log(`N=${N}: (b) restart as deployed: passes skip namespaces found in sync`);
+    await ctl.start(interval);
+    await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
+    // The first pass after a start compares everything; the ones after it are what a steady cluster sees.
+    const passes = async () => sumOf(await ctl.metrics(), "espejo_full_pass_duration_seconds_count");
+    await until("a first pass", async () => (await passes()) >= 1 || undefined, interval * 3000);
+    await quiet(ctl, 300);
+    const skip = await measurePass(ctl, audit, identity, interval);
+    await ctl.stop();
     arrivals.stop();
 
     return {
@@ -371,14 +416,15 @@ async function runSize(N: number): Promise<SizeResult> {
       k: K,
       convergence,
       a,
-      b,
+      b: { skip, full },
       c: {
         idle: { n: idleLatencies.length, p50: percentile(idleLatencies, 50), p99: percentile(idleLatencies, 99) },
+        idleInController,
         duringPass: { n: passLatencies.length, p50: percentile(passLatencies, 50), p99: percentile(passLatencies, 99) },
       },
       d,
       e,
-      f: { rssMiB, passCpuSeconds: b.cpuSeconds },
+      f,
       g,
     };
   } catch (e) {

@@ -12,15 +12,17 @@ export function parsePrometheusText(text: string): Samples {
   return out;
 }
 
-/** Sum of every sample of `name` whose labels include all of `labels`. */
-export function sumOf(samples: Samples, name: string, labels: Record<string, string> = {}): number {
+/** Sum of every sample of `name` whose labels include all of `labels` (with `prefix`, label values starting so). */
+export function sumOf(samples: Samples, name: string, labels: Record<string, string> = {}, prefix = false): number {
   let total = 0;
   for (const [key, value] of samples) {
     const brace = key.indexOf("{");
     const metric = brace < 0 ? key : key.slice(0, brace);
     if (metric !== name) continue;
     const labelText = brace < 0 ? "" : key.slice(brace);
-    if (Object.entries(labels).every(([k, v]) => labelText.includes(`${k}="${v}"`))) total += value;
+    if (Object.entries(labels).every(([k, v]) => labelText.includes(prefix ? `${k}="${v}` : `${k}="${v}"`))) {
+      total += value;
+    }
   }
   return total;
 }
