@@ -33,6 +33,7 @@ async function main(): Promise<number> {
     healthAddr: config.healthAddr ? `${config.healthAddr.hostname}:${config.healthAddr.port}` : "off",
     kubeApiQps: config.kubeApiQps,
     kubeApiBurst: config.kubeApiBurst,
+    concurrentSyncs: config.concurrentSyncs,
   });
 
   let clientOptions;
@@ -91,6 +92,7 @@ async function main(): Promise<number> {
     watchNamespace: config.watchNamespace,
     reconcileIntervalMs: config.reconcileIntervalMs,
     fullCompareIntervalMs: config.fullCompareIntervalMs,
+    concurrentSyncs: config.concurrentSyncs,
     metrics,
     leadership: elector
       ? async (signal) => {

@@ -21,6 +21,7 @@ export interface Config {
   logFormat: "text" | "json";
   kubeApiQps: number;
   kubeApiBurst: number;
+  concurrentSyncs: number;
   watchNamespace: string;
 }
 
@@ -141,6 +142,19 @@ export function buildCommand(version: string): Command {
           return n;
         }),
     )
+    .addOption(
+      new Option(
+        "--concurrent-syncs <n>",
+        "namespaces synced at the same time (never the same namespace twice); more converge a new SyncConfig faster",
+      )
+        .default(4).argParser((v) => {
+          const n = Number(v);
+          if (!Number.isInteger(n) || n < 1) {
+            throw new InvalidArgumentError(`"${v}" is not a whole number of at least 1`);
+          }
+          return n;
+        }),
+    )
     .allowExcessArguments(false);
 }
 
@@ -211,6 +225,7 @@ export function parseConfig(
     logFormat: o.logFormat,
     kubeApiQps: o.kubeApiQps,
     kubeApiBurst: o.kubeApiBurst,
+    concurrentSyncs: o.concurrentSyncs,
     watchNamespace: (env.WATCH_NAMESPACE ?? "").trim(),
   };
 }

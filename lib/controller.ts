@@ -1,13 +1,13 @@
 /**
- * The controller: caches fed by watches, a prioritized queue of keys, and one worker that syncs one namespace (or
- * one SyncConfig's bookkeeping) at a time.
+ * The controller: caches fed by watches, a prioritized queue of keys, and `--concurrent-syncs` workers that each
+ * sync one namespace (or one SyncConfig's bookkeeping) at a time.
  *
  * Two loops feed the queue. Watch events enqueue the namespace that changed (priority 0) or the SyncConfig that
  * changed (priority 1, which then enqueues every namespace it selects at priority 1). The timer loop enqueues every
- * targeted namespace at priority 2 every `--reconcile-interval`. Because there is exactly one worker, syncs never
- * write concurrently (the "sync mutex" is the worker itself) and it is held for one namespace at a time, so a new
- * namespace waits for at most one unit of a full pass. Status is flushed at priority 3: after the burst of work
- * that changed it, once per SyncConfig.
+ * targeted namespace at priority 2 every `--reconcile-interval`. The queue never hands out a key twice at once, so
+ * the "sync mutex" is held per namespace: two syncs never write the same namespace at the same time, and a new
+ * namespace waits for at most one unit of a full pass (the next free worker takes the most urgent key). Status is
+ * flushed at priority 3: after the burst of work that changed it, once per SyncConfig.
  */
 import { getLogger } from "@logtape/logtape";
 import process from "node:process";
@@ -59,6 +59,8 @@ export interface ControllerOptions {
   /** Only SyncConfigs in this namespace are read; empty means all namespaces (WATCH_NAMESPACE). */
   watchNamespace: string;
   reconcileIntervalMs: number;
+  /** Namespaces synced at the same time (`--concurrent-syncs`); default 1. */
+  concurrentSyncs?: number;
   /** `--full-compare-interval`: see {@link Freshness}; 0 compares every namespace in every pass. */
   fullCompareIntervalMs?: number;
   metrics: Metrics;
@@ -170,7 +172,8 @@ export class Controller {
     if (signal.aborted) return;
     for (const sc of this.syncConfigs.values()) this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
     const timer = this.#intervalLoop(signal);
-    await this.#worker();
+    const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
+    await Promise.all(Array.from({ length: workers }, () => this.#worker()));
     await timer;
   }
 

@@ -41,6 +41,7 @@ export async function startController(
     watchNamespace: opts.watchNamespace,
     reconcileIntervalMs: opts.reconcileIntervalMs ?? 600_000,
     fullCompareIntervalMs: opts.fullCompareIntervalMs,
+    concurrentSyncs: 4, // as deployed
     metrics,
   });
   const stopper = new AbortController();

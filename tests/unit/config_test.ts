@@ -21,6 +21,7 @@ Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () 
     logFormat: "text",
     kubeApiQps: 50,
     kubeApiBurst: 100,
+    concurrentSyncs: 4,
     watchNamespace: "",
   });
 });
@@ -36,6 +37,13 @@ Deno.test("parseConfig accepts the arguments of the Go espejo's deployment", () 
   assert.equal(c.reconcileIntervalMs, 600_000);
   assert.deepEqual(c.metricsAddr, { hostname: "0.0.0.0", port: 8080 });
   assert.equal(c.enableLeaderElection, true);
+});
+
+Deno.test("parseConfig: --concurrent-syncs is a whole number of at least 1", () => {
+  assert.equal(parse(["--concurrent-syncs=8"]).concurrentSyncs, 8);
+  for (const bad of ["0", "1.5", "-2", "many"]) {
+    assert.throws(() => parse([`--concurrent-syncs=${bad}`]), /is not a whole number of at least 1/);
+  }
 });
 
 Deno.test("parseConfig: --full-compare-interval takes a Go duration, 0 included, but nothing negative", () => {
