@@ -1,5 +1,6 @@
 /**
- * Caches of the objects the controller writes or deletes, one per resource, started on first use:
+ * Caches of the objects the controller writes or deletes, one per resource, started on first use (a sync that
+ * needs one waits for its first list, which is therefore not reported as changes):
  * - managed objects: only those carrying our label, in the compact form of {@link CachedObject};
  * - deletion candidates: metadata only (name, namespace, uid) of every object of a kind named in `deleteItems`,
  *   so that a deleteItem that is already absent costs no request.
@@ -16,10 +17,12 @@ export const MANAGED_LABEL_VALUE = "espejo";
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
 
 /**
- * What the cache keeps of one of our objects. The content is kept as JSON text, not as parsed objects: V8 spends
- * several times the text's size on a parsed object, and 20,000 objects must fit in the memory limit. The text is
- * parsed only when a sync compares an object whose desired hash still matches, which the caller does rarely
- * (namespaces found in sync are skipped, see freshness.ts).
+ * What the cache keeps of one of our objects; 20,000 of them must fit in the memory limit with room to spare.
+ *
+ * The content is needed only until it has been compared once. {@link driftOf} is a pure function of the desired
+ * object, which the desired hash identifies, and of the observed object, which its resourceVersion identifies. So
+ * once a comparison found no drift, the content is dropped and the verdict kept; a new resourceVersion (any change)
+ * comes with new content. Until then the content is kept as JSON text, which costs a fraction of a parsed object.
  */
 export interface CachedObject {
   resourceVersion: string;
@@ -27,10 +30,12 @@ export interface CachedObject {
   desiredHash?: string;
   /** {@link OWNER_ANNOTATION} */
   owner?: string;
-  /** The object without `managedFields`, as JSON. */
-  json: string;
+  /** The object without `managedFields`, as JSON; undefined once {@link inSync} is known. */
+  json?: string;
   /** The field sets of other managers (usually none), from `managedFields`. */
   foreign: FieldsV1[];
+  /** Set when this resourceVersion was compared with the desired object of `desiredHash` and found equal. */
+  inSync?: true;
 }
 
 export interface ExistingObject {
@@ -64,14 +69,16 @@ export class ResourceCaches {
     const key = resourceKey(r);
     let refl = this.#managed.get(key);
     if (!refl) {
-      refl = new Reflector<CachedObject>(this.client, {
+      // The first list is not a change: every sync that needs this cache waits for it (see the class comment).
+      const cache: Reflector<CachedObject> = new Reflector<CachedObject>(this.client, {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
         decode: decodeManaged,
-        onChange: (_t, _obj, _old, key) => this.events.onManagedChange?.(namespaceOf(key)),
+        onChange: (_t, _obj, _old, key) => cache.hasSynced && this.events.onManagedChange?.(namespaceOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
+      refl = cache;
       this.#managed.set(key, refl);
       refl.run(this.signal);
     }
@@ -83,14 +90,15 @@ export class ResourceCaches {
     const key = resourceKey(r);
     let refl = this.#existing.get(key);
     if (!refl) {
-      refl = new Reflector<ExistingObject>(this.client, {
+      const cache: Reflector<ExistingObject> = new Reflector<ExistingObject>(this.client, {
         path: collectionPath(r),
         metadataOnly: true,
         decode: (raw) => ({ uid: raw.metadata?.uid ?? "" }),
-        onChange: (_t, _obj, _old, key) => this.events.onCandidateChange?.(namespaceOf(key)),
+        onChange: (_t, _obj, _old, key) => cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
+      refl = cache;
       this.#existing.set(key, refl);
       refl.run(this.signal);
     }
@@ -107,6 +115,15 @@ export class ResourceCaches {
 }
 
 const NO_FOREIGN: FieldsV1[] = [];
+/** Owners repeat (one per SyncConfig) across thousands of objects: keep one copy of each. */
+const owners = new Map<string, string>();
+const intern = (owner: string | undefined) => {
+  if (owner === undefined) return undefined;
+  const known = owners.get(owner);
+  if (known !== undefined) return known;
+  if (owners.size < 10_000) owners.set(owner, owner);
+  return owner;
+};
 
 /** Keeps what drift detection needs; managedFields is reduced to the foreign managers' field sets. */
 export function decodeManaged(raw: KubeObject): CachedObject {
@@ -115,14 +132,23 @@ export function decodeManaged(raw: KubeObject): CachedObject {
   return {
     resourceVersion: metadata.resourceVersion ?? "",
     desiredHash: metadata.annotations?.[HASH_ANNOTATION],
-    owner: metadata.annotations?.[OWNER_ANNOTATION],
+    owner: intern(metadata.annotations?.[OWNER_ANNOTATION]),
     json: JSON.stringify({ ...raw, metadata }),
     foreign: foreign.length ? foreign : NO_FOREIGN,
   };
 }
 
-/** {@link driftOf} for a cached object; the content is parsed only when the desired hash matches. */
+/**
+ * {@link driftOf} for a cached object. The content is parsed only when the desired hash matches and this version
+ * was not compared before; when it is in sync, the verdict replaces the content (see {@link CachedObject}).
+ */
 export function driftOfCached(desired: KubeObject, desiredHash: string, cached: CachedObject): string | undefined {
   if (cached.desiredHash !== desiredHash) return "desired state changed";
-  return driftOf(desired, desiredHash, { object: JSON.parse(cached.json), foreign: cached.foreign });
+  if (cached.inSync) return undefined;
+  const drift = driftOf(desired, desiredHash, { object: JSON.parse(cached.json!), foreign: cached.foreign });
+  if (drift === undefined) {
+    cached.inSync = true;
+    cached.json = undefined;
+  }
+  return drift;
 }

@@ -35,7 +35,7 @@ Deno.test("decodeManaged keeps the markers and the content, and drops managedFie
   assert.equal(cached.desiredHash, HASH);
   assert.equal(cached.owner, "espejo/cfg");
   assert.deepEqual(cached.foreign, [{ "f:data": { "f:b": {} } }]);
-  const content = JSON.parse(cached.json);
+  const content = JSON.parse(cached.json!);
   assert.equal(content.metadata.managedFields, undefined);
   assert.deepEqual(content.data, { a: "1" });
   assert.equal(raw.metadata?.managedFields?.length, 2, "the input is not modified");
@@ -65,4 +65,23 @@ Deno.test("driftOfCached decides as driftOf does on the full object", () => {
     const full = { object: { ...raw, metadata }, foreign: foreignFields(managedFields) };
     assert.equal(driftOfCached(desired, HASH, decodeManaged(raw)), driftOf(desired, HASH, full));
   }));
+});
+
+Deno.test("driftOfCached keeps only the verdict once a version was found in sync", () => {
+  const desired: KubeObject = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "obj", namespace: "ns", annotations: { [OWNER_ANNOTATION]: "espejo/cfg" } },
+    data: { a: "1" },
+  };
+  const inSync = decodeManaged(served({ a: "1" }, [entry(FIELD_MANAGER, { "f:data": { "f:a": {} } })]));
+  assert.equal(driftOfCached(desired, HASH, inSync), undefined);
+  assert.equal(inSync.json, undefined, "the content is dropped");
+  assert.equal(driftOfCached(desired, HASH, inSync), undefined, "the verdict stands for this version");
+  assert.equal(driftOfCached(desired, "another", inSync), "desired state changed");
+
+  const drifted = decodeManaged(served({}, [entry(FIELD_MANAGER, {})]));
+  assert.equal(driftOfCached(desired, HASH, drifted), ".data.a was removed");
+  assert.ok(drifted.json, "content is kept while the object differs");
+  assert.equal(driftOfCached(desired, HASH, drifted), ".data.a was removed");
 });
