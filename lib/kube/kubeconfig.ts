@@ -9,7 +9,6 @@
  * `~/.kube/config`.
  */
 import { dirname, isAbsolute, join } from "node:path";
-import { parse } from "yaml";
 import type { HttpClientOptions } from "./client.ts";
 
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -103,6 +102,8 @@ async function fromKubeconfig(paths: string[]): Promise<Credentials> {
   const users = new Map<string, Named<UserEntry>>();
   const contexts = new Map<string, Named<ContextEntry>>();
   let current = "";
+  // Loaded here, not at the top: in a pod (the service account) the YAML parser is never needed.
+  const { parse } = await import("yaml");
   for (const path of paths) {
     let doc: Record<string, unknown>;
     try {
