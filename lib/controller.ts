@@ -88,6 +88,9 @@ export class Controller {
   #executor?: Executor;
   #lastProgress = Date.now();
   #workerStarted = false;
+  /** Namespace units in progress, and whether a status flush waits for them to finish. */
+  #unitsRunning = 0;
+  #statusDeferred = false;
 
   constructor(private readonly opts: ControllerOptions) {
     this.#events = new EventRecorder(opts.client);
@@ -187,9 +190,24 @@ export class Controller {
       const { key, priority } = next;
       this.opts.metrics.queueWait.observe({ trigger: TRIGGER[priority] ?? "status" }, next.waitedMs / 1000);
       try {
-        if (key === "status") await this.#flushStatus();
-        else if (key.startsWith("cfg/")) this.#syncConfigChanged(key.slice(4));
-        else if (key.startsWith("ns/")) await this.#syncNamespace(key.slice(3), priority);
+        if (key === "status") {
+          // The queue hands out the status key only when no unit is waiting, but other workers may still be
+          // syncing: a flush now would write an intermediate count, and the final one right after. So the last
+          // unit of the burst queues it again.
+          if (this.#unitsRunning > 0) this.#statusDeferred = true;
+          else await this.#flushStatus();
+        } else if (key.startsWith("cfg/")) this.#syncConfigChanged(key.slice(4));
+        else if (key.startsWith("ns/")) {
+          this.#unitsRunning++;
+          try {
+            await this.#syncNamespace(key.slice(3), priority);
+          } finally {
+            if (--this.#unitsRunning === 0 && this.#statusDeferred) {
+              this.#statusDeferred = false;
+              this.queue.add("status", Priority.status);
+            }
+          }
+        }
       } catch (e) {
         // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
         log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });

@@ -158,3 +158,39 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "A new SyncConfig over many namespaces costs one create per item and namespace, and one status write",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const prefix = uniqueName("wide");
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    try {
+      // More namespaces than workers, so that some are still being synced when the queue runs empty.
+      const names = Array.from({ length: 12 }, (_, i) => `${prefix}-${i}`);
+      for (const name of names) await createNamespace(admin, name);
+      const since = auditNow();
+      await createSyncConfig(admin, cfgNs, "wide", {
+        namespaceSelector: { matchNames: [`${prefix}-.*`] },
+        syncItems: items,
+      });
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "wide")).synchronizedItemCount === 2 * names.length,
+        30_000,
+        "converged",
+      );
+      const requests = await requestsBy(c, ctl.identity, since);
+      const writes = requests.filter((e) => !aboutSyncConfig(e) && !["get", "list"].includes(e.verb));
+      assert.equal(writes.length, 2 * names.length);
+      assert.ok(writes.every((e) => e.verb === "create"), writes.map((e) => e.verb).join(","));
+      const statusWrites = requests.filter((e) => e.objectRef?.subresource === "status");
+      assert.equal(statusWrites.length, 1, "one status write for the whole burst");
+    } finally {
+      await ctl.stop();
+      admin.close();
+    }
+  },
+);
