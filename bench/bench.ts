@@ -180,6 +180,38 @@ async function quiet(ctl: ControllerProcess, ms = 500): Promise<void> {
 }
 
 /**
+ * New namespaces one at a time, each as soon as the previous one has all its items: their latencies, and how much
+ * of it the controller's queue wait and unit took (the unit includes its writes).
+ */
+async function measureIdle(
+  ctl: ControllerProcess,
+  admin: HttpKubeClient,
+  arrivals: Arrivals,
+  prefix: string,
+): Promise<{ latencies: number[]; inController: { queueMs: number; unitMs: number } }> {
+  const latencies: number[] = [];
+  const m0 = await ctl.metrics();
+  for (let i = 0; i < samples; i++) {
+    const name = `${prefix}-${i}`;
+    const start = performance.now();
+    await createNamespace(admin, name);
+    await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000);
+    latencies.push(arrivals.completedAt.get(name)! - start);
+  }
+  await quiet(ctl);
+  const m1 = await ctl.metrics();
+  const meanMs = (name: string) => {
+    const labels = { trigger: "namespace" };
+    const count = sumOf(m1, `${name}_count`, labels) - sumOf(m0, `${name}_count`, labels);
+    return (1000 * (sumOf(m1, `${name}_sum`, labels) - sumOf(m0, `${name}_sum`, labels))) / count;
+  };
+  return {
+    latencies,
+    inController: { queueMs: meanMs("espejo_queue_wait_seconds"), unitMs: meanMs("espejo_sync_duration_seconds") },
+  };
+}
+
+/**
  * Requests and figures of the next complete interval pass. The pass metrics are histograms the controller
  * observes at the end of each pass, so sums and counts between two scrapes give exact per-pass figures. Scrapes are
  * 250 ms apart: serving /metrics costs the controller CPU, which would otherwise count toward the pass.
@@ -218,6 +250,16 @@ async function measurePass(
     cpuSeconds: per("espejo_full_pass_cpu_seconds_sum"),
     synced: (synced(m1) - synced(m0)) / passes,
   };
+}
+
+/**
+ * Resident memory split into the executable's code (file-backed: shared and reclaimable, it does not grow) and
+ * anonymous memory (heap and allocator: what grows with the data). Linux only; zeros elsewhere.
+ */
+async function residentParts(pid: number): Promise<{ anonMiB: number; fileMiB: number }> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
+  const kib = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1] ?? 0);
+  return { anonMiB: kib("RssAnon") / 1024, fileMiB: kib("RssFile") / 1024 };
 }
 
 /** Objects in the caches of managed kinds (not namespaces, SyncConfigs or deleteItems candidates). */
@@ -291,28 +333,9 @@ async function runSize(N: number): Promise<SizeResult> {
 
     log(`N=${N}: (c) idle latency`);
     // (c) latency while idle: one namespace at a time
-    const idleLatencies: number[] = [];
-    const idleM0 = await ctl.metrics();
-    for (let i = 0; i < samples; i++) {
-      const name = `bench-idle-${i}`;
-      const start = performance.now();
-      await createNamespace(admin, name);
-      total++;
-      await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000);
-      idleLatencies.push(arrivals.completedAt.get(name)! - start);
-    }
-    await quiet(ctl);
-    const idleM1 = await ctl.metrics();
-    // How much of the latency is the controller's: the time a namespace unit waited in the queue and took.
-    const meanMs = (name: string) => {
-      const labels = { trigger: "namespace" };
-      const count = sumOf(idleM1, `${name}_count`, labels) - sumOf(idleM0, `${name}_count`, labels);
-      return (1000 * (sumOf(idleM1, `${name}_sum`, labels) - sumOf(idleM0, `${name}_sum`, labels))) / count;
-    };
-    const idleInController = {
-      queueMs: meanMs("espejo_queue_wait_seconds"),
-      unitMs: meanMs("espejo_sync_duration_seconds"),
-    };
+    const idleRun = await measureIdle(ctl, admin, arrivals, "bench-idle");
+    total += idleRun.latencies.length;
+    const idleLatencies = idleRun.latencies;
 
     log(`N=${N}: (d) new SyncConfig`);
     // (d) a new SyncConfig over every namespace
@@ -359,6 +382,7 @@ async function runSize(N: number): Promise<SizeResult> {
     const fMetrics = await ctl.metrics();
     const f = {
       rssMiB: sumOf(fMetrics, "process_resident_memory_bytes") / 2 ** 20,
+      ...(await residentParts(ctl.child.pid)),
       managedObjects: managedObjects(fMetrics),
     };
     await ctl.stop();
@@ -410,6 +434,25 @@ async function runSize(N: number): Promise<SizeResult> {
     await quiet(ctl, 300);
     const skip = await measurePass(ctl, audit, identity, interval);
     await ctl.stop();
+
+    log(`N=${N}: (c) idle latency once more, as a cluster admin (no RBAC escalation checks)`);
+    const adminKubeconfig = join(dir, "admin-kubeconfig");
+    await Deno.writeTextFile(adminKubeconfig, kubeconfigYaml(cp.server, cp.caPem, cp.admin));
+    const asAdmin = new ControllerProcess(adminKubeconfig, metricsPort, healthPort, join(dir, "controller.log"));
+    await asAdmin.start(3600);
+    await until(
+      "restart syncs done",
+      async () => sumOf(await asAdmin.metrics(), "espejo_syncs_total") >= total,
+      60_000,
+    );
+    await quiet(asAdmin, 300);
+    const adminRun = await measureIdle(asAdmin, admin, arrivals, "bench-idle-admin");
+    const idleAsAdmin = {
+      n: adminRun.latencies.length,
+      p50: percentile(adminRun.latencies, 50),
+      p99: percentile(adminRun.latencies, 99),
+    };
+    await asAdmin.stop();
     arrivals.stop();
 
     return {
@@ -421,7 +464,8 @@ async function runSize(N: number): Promise<SizeResult> {
       b: { skip, full },
       c: {
         idle: { n: idleLatencies.length, p50: percentile(idleLatencies, 50), p99: percentile(idleLatencies, 99) },
-        idleInController,
+        idleInController: idleRun.inController,
+        idleAsAdmin,
         duringPass: { n: passLatencies.length, p50: percentile(passLatencies, 50), p99: percentile(passLatencies, 99) },
       },
       d,
