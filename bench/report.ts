@@ -129,7 +129,11 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
   row(
     "(f) resident memory at rest / managed objects cached",
     "< 100 MiB at 20,000",
-    (r) => `${r.f.rssMiB.toFixed(0)} MiB / ${r.f.managedObjects} ${mark(r.f.rssMiB < 100)}`,
+    // The target is stated at 20,000 objects; smaller runs are reported without a verdict.
+    (r) =>
+      `${r.f.rssMiB.toFixed(0)} MiB / ${r.f.managedObjects}${
+        r.f.managedObjects >= 20_000 ? ` ${mark(r.f.rssMiB < 100)}` : ""
+      }`,
   );
   row(
     "(f) of which anonymous (heap, allocator) / executable code (file-backed)",
