@@ -194,3 +194,60 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "Editing one item of a SyncConfig updates that item in each namespace and writes nothing else",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const prefix = uniqueName("edit");
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    const spec = (version: string) => ({
+      namespaceSelector: { matchNames: [`${prefix}-.*`] },
+      syncItems: [
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "edited" }, data: { version } },
+        ...items,
+      ],
+    });
+    try {
+      const names = ["a", "b", "c"].map((s) => `${prefix}-${s}`);
+      for (const name of names) await createNamespace(admin, name);
+      await createSyncConfig(admin, cfgNs, "edit", spec("1"));
+      await eventually(async () => (await statusOf(admin, cfgNs, "edit")).synchronizedItemCount === 9, 20_000);
+      const synced = () => counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" });
+      const syncedBefore = await synced();
+      const since = auditNow();
+      await admin.request({
+        method: "PATCH",
+        path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs/edit`,
+        contentType: "application/merge-patch+json",
+        body: { spec: spec("2") },
+      });
+      await eventually(
+        async () => {
+          for (const name of names) {
+            if ((await getObject(admin, `/api/v1/namespaces/${name}/configmaps/edited`))?.data?.version !== "2") {
+              return false;
+            }
+          }
+          return true;
+        },
+        20_000,
+        "the edit applied everywhere",
+      );
+      // Let the watch events of those updates come back and be found in sync.
+      await eventually(async () => (await synced()) >= syncedBefore + 3, 20_000, "the echoes of the updates synced");
+      const writes = (await requestsBy(c, ctl.identity, since))
+        .filter((e) => !aboutSyncConfig(e) && !["get", "list"].includes(e.verb));
+      assert.deepEqual(
+        writes.map((e) => `${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name} ${e.objectRef?.namespace}`).sort(),
+        names.map((n) => `update configmaps/edited ${n}`).sort(),
+      );
+    } finally {
+      await ctl.stop();
+      admin.close();
+    }
+  },
+);
