@@ -216,7 +216,7 @@ Deno.test(
       for (const name of names) await createNamespace(admin, name);
       await createSyncConfig(admin, cfgNs, "edit", spec("1"));
       await eventually(async () => (await statusOf(admin, cfgNs, "edit")).synchronizedItemCount === 9, 20_000);
-      const synced = () => counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" });
+      const synced = () => counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "syncconfig" });
       const syncedBefore = await synced();
       const since = auditNow();
       await admin.request({
@@ -237,8 +237,12 @@ Deno.test(
         20_000,
         "the edit applied everywhere",
       );
-      // Let the watch events of those updates come back and be found in sync.
-      await eventually(async () => (await synced()) >= syncedBefore + 3, 20_000, "the echoes of the updates synced");
+      // Every namespace synced for the new generation, and nothing left in the queue.
+      await eventually(
+        async () => (await synced()) >= syncedBefore + 3 && ctl.controller.queue.idle,
+        20_000,
+        "the edit's units done",
+      );
       const writes = (await requestsBy(c, ctl.identity, since))
         .filter((e) => !aboutSyncConfig(e) && !["get", "list"].includes(e.verb));
       assert.deepEqual(
