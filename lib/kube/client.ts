@@ -82,16 +82,26 @@ export class HttpKubeClient implements KubeClient {
   async request<T = unknown>(req: KubeRequest): Promise<T> {
     for (let attempt = 0;; attempt++) {
       await this.#limiter.take(req.signal);
-      const timeout = AbortSignal.timeout(req.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-      const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
-      const res = await this.#fetch(req.method, req.path, req.query, {
-        body: req.body === undefined ? undefined : JSON.stringify(req.body),
-        contentType: req.contentType ?? "application/json",
-        accept: req.accept ?? "application/json",
-        signal,
-        watch: false,
-      });
-      const text = await res.text();
+      // A timer cleared when the reply is in, not AbortSignal.timeout(): that signal lives until its timer fires,
+      // and a burst of thousands of writes would keep thousands of them (and their listeners) for a minute.
+      const timeout = new AbortController();
+      const ms = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      const timer = setTimeout(() => timeout.abort(new DOMException(`no reply within ${ms} ms`, "TimeoutError")), ms);
+      const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(req.method, req.path, req.query, {
+          body: req.body === undefined ? undefined : JSON.stringify(req.body),
+          contentType: req.contentType ?? "application/json",
+          accept: req.accept ?? "application/json",
+          signal,
+          watch: false,
+        });
+        text = await res.text();
+      } finally {
+        clearTimeout(timer);
+      }
       if (res.ok) return (text ? JSON.parse(text) : undefined) as T;
       const error = apiErrorFrom(res.status, text, res.headers.get("retry-after"));
       const throttled = res.status === 429 || (res.status >= 500 && error.retryAfterSeconds !== undefined);
