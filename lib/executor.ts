@@ -4,6 +4,7 @@
  * message naming the SyncConfig, the item, the namespace and the API server's reason.
  */
 import type { KubeClient } from "./kube/client.ts";
+import type { Reflector } from "./kube/reflector.ts";
 import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
 import { ApiError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "./kube/errors.ts";
 import { FIELD_MANAGER, HASH_ANNOTATION } from "./drift.ts";
@@ -158,7 +159,7 @@ export class Executor {
             objectPath(resource, ref.namespace, "").replace(/\/$/, ""),
             desired,
           );
-          cache.upsert(created);
+          storeWritten(cache, created, desired);
           this.onWrite("create");
           return { state: "synced", action: "create" };
         } catch (e) {
@@ -191,7 +192,7 @@ export class Executor {
     const body = { ...desired, metadata: { ...desired.metadata, resourceVersion } };
     try {
       const updated = await this.#write("PUT", path, body);
-      cache.upsert(updated);
+      storeWritten(cache, updated, desired);
       this.onWrite("update");
       return { state: "synced", action: "update", reason };
     } catch (e) {
@@ -202,7 +203,7 @@ export class Executor {
           ...desired,
           metadata: { ...desired.metadata, resourceVersion: current.metadata?.resourceVersion },
         });
-        cache.upsert(updated);
+        storeWritten(cache, updated, desired);
         this.onWrite("update");
         return { state: "synced", action: "update", reason };
       }
@@ -216,7 +217,7 @@ export class Executor {
         });
         cache.forget(`${ref.namespace}/${desired.metadata!.name}`);
         const created = await this.#createWhenGone(path.slice(0, path.lastIndexOf("/")), desired);
-        cache.upsert(created);
+        storeWritten(cache, created, desired);
         this.onWrite("recreate");
         return {
           state: "synced",
@@ -315,6 +316,18 @@ export class Executor {
   #write(method: "POST" | "PUT", path: string, body: KubeObject): Promise<KubeObject> {
     return this.client.request<KubeObject>({ method, path, body, query: { fieldManager: FIELD_MANAGER } });
   }
+}
+
+/**
+ * Puts the reply of our write into the cache and compares it with what was written at once: the watch event of our
+ * own write carries the same version and is not reported again, so without this the reply's content would stay in
+ * memory until the next full comparison (see CachedObject).
+ */
+function storeWritten(cache: Reflector<CachedObject>, written: KubeObject, desired: KubeObject): void {
+  cache.upsert(written);
+  const hash = desired.metadata?.annotations?.[HASH_ANNOTATION];
+  const stored = cache.get(`${written.metadata?.namespace}/${written.metadata?.name}`);
+  if (hash && stored) driftOfCached(desired, hash, stored);
 }
 
 function reasonOf(e: unknown): string {

@@ -229,11 +229,12 @@ export class Reflector<T> {
     // An event older than the copy our own write stored (resourceVersions are integers in every API server that
     // exists, but only compared when both parse as such).
     if (old && old.uid === raw.metadata?.uid && isOlder(rv, old.resourceVersion)) return;
+    // Already known at this version: the reply of our own write, put in by upsert(). Keep that copy (the caller may
+    // have reduced it since) and report nothing.
+    if (old && old.uid === raw.metadata?.uid && old.resourceVersion === rv) return;
     const value = this.opts.decode(raw);
     if (value === undefined) return;
     this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
-    // Already known at this version: the reply of our own write, put in by upsert().
-    if (old && old.resourceVersion === rv) return;
     this.opts.onChange?.(old ? "modified" : "added", value, old?.value, key);
   }
 }
