@@ -78,6 +78,10 @@ export class Reflector<T> {
    * before the watch delivers the change. The watch event later replaces it.
    */
   upsert(raw: KubeObject): void {
+    // The watch may already have delivered a later change by someone else: that copy is the truth.
+    const old = this.#store.get(objectKey(raw));
+    const rv = raw.metadata?.resourceVersion ?? "";
+    if (old && old.uid === raw.metadata?.uid && isOlder(rv, old.resourceVersion)) return;
     const value = this.opts.decode(raw);
     if (value !== undefined) {
       this.#store.set(objectKey(raw), {
