@@ -14,7 +14,7 @@ import { setupLogging } from "./lib/logging.ts";
 import { Metrics } from "./lib/metrics.ts";
 import { VERSION } from "./lib/version.ts";
 
-/** A worker that has not finished a unit of work for this long is reported unhealthy by /healthz. */
+/** A unit of work that has been running this long (a wedged worker) makes /healthz report unhealthy. */
 const WEDGED_AFTER_MS = 5 * 60_000;
 /** Shutdown must finish within the Deployment's terminationGracePeriodSeconds (30 s); leave a margin. */
 const SHUTDOWN_LIMIT_MS = 20_000;
@@ -109,7 +109,7 @@ async function main(): Promise<number> {
       ready: () => controller.ready,
       unhealthy: () =>
         controller.idleForMs > WEDGED_AFTER_MS
-          ? `the sync worker has not finished a unit of work for ${Math.round(controller.idleForMs / 1000)}s`
+          ? `a unit of work has been running for ${Math.round(controller.idleForMs / 1000)}s`
           : undefined,
     }, stop.signal));
   }

@@ -73,7 +73,8 @@ export class Controller {
   readonly namespaces: Reflector<NamespaceInfo>;
   readonly syncConfigs: Reflector<SyncConfig>;
   readonly queue = new WorkQueue<string>(4);
-  readonly #compiled = new Map<string, { generation: number; result: CompileResult }>();
+  /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
+  readonly #compiled = new Map<string, { generation: number; uid: string; result: CompileResult }>();
   readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
   readonly #dirty = new Set<string>();
   readonly #retries = new Map<string, number>();
@@ -86,8 +87,9 @@ export class Controller {
   #pass?: { pending: Set<string>; startedMs: number; cpu: { user: number; system: number } };
   #caches?: ResourceCaches;
   #executor?: Executor;
-  #lastProgress = Date.now();
   #workerStarted = false;
+  /** Start times of the units being processed, for liveness. */
+  readonly #inFlight = new Set<{ since: number }>();
   /** Namespace units in progress, and whether a status flush waits for them to finish. */
   #unitsRunning = 0;
   #statusDeferred = false;
@@ -133,11 +135,13 @@ export class Controller {
     return this.namespaces.hasSynced && this.syncConfigs.hasSynced;
   }
 
-  /** Milliseconds since the worker last finished a unit or found the queue empty (for liveness). */
+  /** How long the oldest unit in progress has been running, 0 when none is (for liveness). */
   get idleForMs(): number {
     // A standby (no leadership yet) has queued work but no worker: that is waiting, not wedged.
-    if (!this.#workerStarted || this.queue.idle) return 0;
-    return Date.now() - this.#lastProgress;
+    if (!this.#workerStarted) return 0;
+    let oldest = 0;
+    for (const unit of this.#inFlight) oldest = Math.max(oldest, Date.now() - unit.since);
+    return oldest;
   }
 
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
@@ -145,8 +149,9 @@ export class Controller {
     const client = this.opts.client;
     this.#caches = new ResourceCaches(client, signal, {
       onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
-      // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object).
-      onCandidateChange: (ns) => this.#freshness.changedIn(ns),
+      // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
+      // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
+      onCandidateChange: (ns, name) => this.#namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),
       onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
       onError: (r, e, ms) => this.#watchError(r, e, ms),
     });
@@ -182,13 +187,14 @@ export class Controller {
 
   async #worker(): Promise<void> {
     this.#workerStarted = true;
-    this.#lastProgress = Date.now();
     for (;;) {
       this.#updateGauges();
       const next = await this.queue.get();
       if (!next) return;
       const { key, priority } = next;
       this.opts.metrics.queueWait.observe({ trigger: TRIGGER[priority] ?? "status" }, next.waitedMs / 1000);
+      const unit = { since: Date.now() };
+      this.#inFlight.add(unit);
       try {
         if (key === "status") {
           // The queue hands out the status key only when no unit is waiting, but other workers may still be
@@ -214,7 +220,7 @@ export class Controller {
         this.queue.addAfter(key, priority, 5_000);
       } finally {
         this.queue.done(key);
-        this.#lastProgress = Date.now();
+        this.#inFlight.delete(unit);
       }
       // A unit whose awaits all resolve at once (nothing to write) never lets the event loop read sockets; without
       // this, a watch event for a new namespace would wait for the whole pass instead of one unit.
@@ -226,7 +232,11 @@ export class Controller {
     while (!signal.aborted) {
       await sleep(this.opts.reconcileIntervalMs, signal);
       if (signal.aborted) return;
-      if (this.queue.length(Priority.interval) > 0) continue; // the previous pass is still running
+      // The previous pass is still running (queued or in progress); one stuck for 10 minutes is abandoned.
+      const previous = this.#pass;
+      if (previous && performance.now() - previous.startedMs < 600_000) continue;
+      // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
+      this.#freshCompiled();
       const now = Date.now();
       const pass = { pending: new Set<string>(), startedMs: performance.now(), cpu: process.cpuUsage() };
       this.#pass = pass;
@@ -273,6 +283,13 @@ export class Controller {
     return false;
   }
 
+  #namedByDeleteItem(namespace: string, name: string): boolean {
+    for (const { result } of this.#compiled.values()) {
+      if (result.ok && result.config.deleteItems.some((d) => renderTemplate(d.name, namespace) === name)) return true;
+    }
+    return false;
+  }
+
   /** Keys of the valid SyncConfigs that select `ns` (from the index). */
   #selectingConfigs(ns: NamespaceInfo): string[] {
     const compiled = this.#compiled;
@@ -288,6 +305,7 @@ export class Controller {
       if (!this.#compiled.has(key)) return;
       this.#compiled.delete(key);
       this.#selection.invalidate();
+      this.#freshness.changedEverywhere();
       this.#outcomes.delete(key);
       this.#changes.delete(key);
       for (const state of ["synchronized", "deleted", "failed"]) {
@@ -297,11 +315,13 @@ export class Controller {
       return;
     }
     const generation = (sc.metadata?.generation as number | undefined) ?? 0;
+    const uid = (sc.metadata?.uid as string | undefined) ?? "";
     let entry = this.#compiled.get(key);
-    if (!entry || entry.generation !== generation) {
-      entry = { generation, result: compileSyncConfig(sc) };
+    if (!entry || entry.generation !== generation || entry.uid !== uid) {
+      entry = { generation, uid, result: compileSyncConfig(sc) };
       this.#compiled.set(key, entry);
       this.#selection.invalidate();
+      this.#freshness.changedEverywhere();
     }
     const result = entry.result;
     this.#dirty.add(key);
@@ -348,7 +368,9 @@ export class Controller {
       retry ||= results[i].retry;
       failed ||= outcome.failed > 0;
       wrote ||= results[i].wrote;
-      const byNs = this.#outcomes.get(cfg.key)!;
+      // Another worker may have seen the SyncConfig deleted or made invalid meanwhile: its counts are gone.
+      const byNs = this.#outcomes.get(cfg.key);
+      if (!byNs) return;
       const before = byNs.get(name);
       if (!before || !deepEqual(before, outcome)) {
         const newErrors = outcome.errors.filter((e) => !before?.errors.includes(e));
@@ -385,11 +407,12 @@ export class Controller {
    * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
    * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
    */
-  #freshCompiled(): Map<string, { generation: number; result: CompileResult }> {
+  #freshCompiled(): Map<string, { generation: number; uid: string; result: CompileResult }> {
     for (const key of [...this.#compiled.keys()]) {
       const sc = this.syncConfigs.get(key);
       const generation = (sc?.metadata?.generation as number | undefined) ?? 0;
-      if (!sc || this.#compiled.get(key)!.generation !== generation) this.#syncConfigChanged(key);
+      const known = this.#compiled.get(key)!;
+      if (!sc || known.generation !== generation || known.uid !== sc.metadata?.uid) this.#syncConfigChanged(key);
     }
     return this.#compiled;
   }
