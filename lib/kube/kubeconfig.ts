@@ -141,10 +141,11 @@ async function fromKubeconfig(paths: string[]): Promise<Credentials> {
     caCerts: ca ? [ca] : undefined,
     cert: pem(u["client-certificate-data"], u["client-certificate"], user?.dir ?? ""),
     key: pem(u["client-key-data"], u["client-key"], user?.dir ?? ""),
-    authorization: u.token
-      ? () => `Bearer ${u.token}`
-      : u.tokenFile
+    // As in client-go, a tokenFile (read again and again) takes precedence over an inline token.
+    authorization: u.tokenFile
       ? bearerFromFile(resolvePath(u.tokenFile, user!.dir))
+      : u.token
+      ? () => `Bearer ${u.token}`
       : u.username
       ? () => `Basic ${encodeBase64(`${u.username}:${u.password ?? ""}`)}`
       : undefined,

@@ -114,6 +114,15 @@ Deno.test("kubeconfig: a tokenFile is read again after a minute (rotated tokens)
   });
 });
 
+Deno.test("kubeconfig: a tokenFile takes precedence over an inline token, as in client-go", async () => {
+  await withDir(async (dir) => {
+    await write(dir, "token", "from-file\n");
+    const path = await write(dir, "config", kubeconfig(simple("https://a:1", { token: "inline", tokenFile: "token" })));
+    const o = await loadClientOptions(path, nowhere(dir));
+    assert.equal(await o.authorization?.(), "Bearer from-file");
+  });
+});
+
 Deno.test("kubeconfig: a KUBECONFIG list merges; the first file to name an entry or a context wins", async () => {
   await withDir(async (dir) => {
     const first = await write(
