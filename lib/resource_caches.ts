@@ -46,7 +46,7 @@ export interface CacheEvents {
   /** A managed object changed (someone else may have edited it): its namespace should be checked. */
   onManagedChange?: (namespace: string) => void;
   /** An object of a kind named in deleteItems appeared, changed or went. */
-  onCandidateChange?: (namespace: string) => void;
+  onCandidateChange?: (namespace: string, name: string) => void;
   onWatchRestart?: (resource: string, reason: string) => void;
   onError?: (resource: string, error: unknown, retryInMs: number) => void;
 }
@@ -94,7 +94,8 @@ export class ResourceCaches {
         path: collectionPath(r),
         metadataOnly: true,
         decode: (raw) => ({ uid: raw.metadata?.uid ?? "" }),
-        onChange: (_t, _obj, _old, key) => cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key)),
+        onChange: (_t, _obj, _old, key) =>
+          cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key), key.slice(key.indexOf("/") + 1)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
