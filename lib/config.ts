@@ -42,25 +42,21 @@ export function parseListenAddr(text: string): ListenAddr | undefined {
   return { hostname: host || "0.0.0.0", port };
 }
 
-function duration(text: string): number {
+/** A Go duration in milliseconds; zero is refused unless `zeroAllowed`, negative always. */
+function goDuration(text: string, zeroAllowed = false): number {
   try {
     const ms = parseGoDuration(text);
-    if (ms <= 0) throw new Error(`"${text}" must be positive`);
+    if (ms < 0 || (ms === 0 && !zeroAllowed)) {
+      throw new Error(`"${text}" must ${zeroAllowed ? "not be negative" : "be positive"}`);
+    }
     return ms;
   } catch (e) {
     throw new InvalidArgumentError((e as Error).message);
   }
 }
 
-function durationOrZero(text: string): number {
-  try {
-    const ms = parseGoDuration(text);
-    if (ms < 0) throw new Error(`"${text}" must not be negative`);
-    return ms;
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message);
-  }
-}
+const duration = (text: string) => goDuration(text);
+const durationOrZero = (text: string) => goDuration(text, true);
 
 function positiveNumber(text: string): number {
   const n = Number(text);

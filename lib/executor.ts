@@ -8,7 +8,7 @@ import type { Reflector } from "./kube/reflector.ts";
 import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
 import { ApiError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "./kube/errors.ts";
 import { FIELD_MANAGER, HASH_ANNOTATION } from "./drift.ts";
-import { hashOf, type KubeObject } from "./objects.ts";
+import { encodeBase64, hashOf, type KubeObject } from "./objects.ts";
 import {
   type CachedObject,
   driftOfCached,
@@ -366,10 +366,4 @@ export function normalizeWriteOnlyFields(object: KubeObject): void {
   }
   object.data = data;
   delete object.stringData;
-}
-
-function encodeBase64(text: string): string {
-  let binary = "";
-  for (const b of new TextEncoder().encode(text)) binary += String.fromCharCode(b);
-  return btoa(binary);
 }

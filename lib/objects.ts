@@ -78,3 +78,10 @@ export function splitApiVersion(apiVersion: string): { group: string; version: s
     ? { group: "", version: apiVersion }
     : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
+
+/** Base64 of the UTF-8 bytes of `text` (btoa alone accepts only Latin-1). */
+export function encodeBase64(text: string): string {
+  let binary = "";
+  for (const b of new TextEncoder().encode(text)) binary += String.fromCharCode(b);
+  return btoa(binary);
+}

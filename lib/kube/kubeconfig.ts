@@ -10,6 +10,7 @@
  */
 import { dirname, isAbsolute, join } from "node:path";
 import type { HttpClientOptions } from "./client.ts";
+import { encodeBase64 } from "../objects.ts";
 
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** Tokens are rotated on disk (bound service account tokens, about hourly); re-read at most once a minute. */
@@ -192,12 +193,6 @@ function exists(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-function encodeBase64(text: string): string {
-  let binary = "";
-  for (const b of new TextEncoder().encode(text)) binary += String.fromCharCode(b);
-  return btoa(binary);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
