@@ -35,6 +35,12 @@ async function main(): Promise<number> {
     kubeApiBurst: config.kubeApiBurst,
     concurrentSyncs: config.concurrentSyncs,
   });
+  if (!config.watchNamespace) {
+    log.warn(
+      "WATCH_NAMESPACE is empty: SyncConfigs are read from all namespaces, so anyone who can create a SyncConfig in " +
+        "any namespace controls every namespace; set WATCH_NAMESPACE to the controller's own namespace to limit that",
+    );
+  }
 
   let clientOptions;
   try {

@@ -185,9 +185,23 @@ export function normalizeBooleanFlags(args: string[]): string[] {
   return out;
 }
 
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
 /**
- * Parses flags and environment. On a bad value commander prints a one-line reason and exits with code 1;
- * tests pass `exitOverride` to get an exception instead.
+ * Why `name` cannot name a namespace (a DNS-1123 label, as kube-apiserver requires), or undefined when it can.
+ * A watch of SyncConfigs in such a namespace would fail forever, so the controller would never become ready.
+ */
+export function namespaceNameProblem(name: string): string | undefined {
+  if (name.length > 63) return `it has ${name.length} characters, at most 63 are allowed`;
+  if (!DNS1123_LABEL.test(name)) {
+    return "it must consist of lowercase letters, digits and '-', and start and end with a letter or digit";
+  }
+  return undefined;
+}
+
+/**
+ * Parses flags and environment. On a bad value (a flag, or a `WATCH_NAMESPACE` that is not a namespace name)
+ * commander prints a one-line reason and exits with code 1; tests pass `exitOverride` to get an exception instead.
  */
 export function parseConfig(
   args: string[],
@@ -206,6 +220,14 @@ export function parseConfig(
       cmd.error(`error: option '${flag}' argument ${(e as Error).message}`);
     }
   };
+  const watchNamespace = (env.WATCH_NAMESPACE ?? "").trim();
+  const namespaceProblem = watchNamespace ? namespaceNameProblem(watchNamespace) : undefined;
+  if (namespaceProblem) {
+    cmd.error(
+      `error: environment variable WATCH_NAMESPACE ${JSON.stringify(watchNamespace)} is not a namespace name: ` +
+        `${namespaceProblem} (leave it empty to read SyncConfigs from all namespaces)`,
+    );
+  }
   return {
     reconcileIntervalMs: o.reconcileInterval,
     fullCompareIntervalMs: o.fullCompareInterval,
@@ -222,6 +244,6 @@ export function parseConfig(
     kubeApiQps: o.kubeApiQps,
     kubeApiBurst: o.kubeApiBurst,
     concurrentSyncs: o.concurrentSyncs,
-    watchNamespace: (env.WATCH_NAMESPACE ?? "").trim(),
+    watchNamespace,
   };
 }

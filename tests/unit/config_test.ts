@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { CommanderError } from "commander";
-import { type Config, normalizeBooleanFlags, parseConfig, parseListenAddr } from "../../lib/config.ts";
+import fc from "fast-check";
+import {
+  type Config,
+  namespaceNameProblem,
+  normalizeBooleanFlags,
+  parseConfig,
+  parseListenAddr,
+} from "../../lib/config.ts";
 
 const parse = (args: string[], env: Record<string, string | undefined> = {}): Config =>
   parseConfig(args, env, "test", true);
@@ -143,6 +150,44 @@ Deno.test("parseConfig reads WATCH_NAMESPACE from the env it is given, not from 
     if (before === undefined) Deno.env.delete("WATCH_NAMESPACE");
     else Deno.env.set("WATCH_NAMESPACE", before);
   }
+});
+
+const BAD_NAMESPACES: [value: string, reason: RegExp][] = [
+  ["Espejo", /lowercase letters, digits and '-'/],
+  ["espejo_system", /lowercase letters, digits and '-'/],
+  ["espejo.system", /lowercase letters, digits and '-'/],
+  ["-espejo", /start and end with a letter or digit/],
+  ["espejo-", /start and end with a letter or digit/],
+  ["espejo system", /lowercase letters/],
+  ["a".repeat(64), /has 64 characters, at most 63/],
+];
+
+for (const [value, reason] of BAD_NAMESPACES) {
+  Deno.test(`parseConfig rejects WATCH_NAMESPACE ${JSON.stringify(value)} naming the variable and the reason`, () => {
+    assert.throws(() => parse([], { WATCH_NAMESPACE: value }), (e: unknown) => {
+      assert.ok(e instanceof CommanderError, `expected a CommanderError, got ${e}`);
+      assert.equal(e.exitCode, 1);
+      assert.match(e.message, /WATCH_NAMESPACE/);
+      assert.ok(e.message.includes(JSON.stringify(value)), e.message);
+      assert.match(e.message, reason);
+      assert.ok(!e.message.includes("\n"), "one line");
+      return true;
+    });
+  });
+}
+
+Deno.test("parseConfig accepts every WATCH_NAMESPACE that is a DNS-1123 label", () => {
+  for (const value of ["a", "0", "espejo-system", "team-42", "a".repeat(63), "1-a"]) {
+    assert.equal(parse([], { WATCH_NAMESPACE: value }).watchNamespace, value);
+  }
+});
+
+Deno.test("namespaceNameProblem agrees with the DNS-1123 label rule", () => {
+  const label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+  fc.assert(fc.property(fc.stringMatching(/^[-a-z0-9A-Z_.]{1,70}$/), (name) => {
+    const valid = name.length <= 63 && label.test(name);
+    assert.equal(namespaceNameProblem(name) === undefined, valid, name);
+  }));
 });
 
 const BAD: [args: string[], part: string][] = [

@@ -1,0 +1,99 @@
+/**
+ * Removes the values of objects from API server error texts before they are shown to others.
+ *
+ * Why: a rejected write comes back with a message such as
+ * `Secret "db" is invalid: data[pass word]: Invalid value: "pass word": a valid config key must consist of ...`, and
+ * Kubernetes' field validation (`k8s.io/apimachinery/pkg/util/validation/field`, `Error.ErrorBody`) quotes the bad
+ * value: a Go `%q` string, a `%v` number or bool, JSON (`{"a":"b"}`, `["x"]`, `null`) or, in older API servers, Go's
+ * `%#v` (`map[string]interface {}{"a":"b"}`, `[]interface {}{"x"}`). Those messages end up in SyncConfig status
+ * conditions and Events, which anyone who can read SyncConfigs can read, while the value may come from a Secret.
+ * The field path, the object's kind and name and the explanation after the value stay: they say what to fix.
+ */
+
+/** What a value is replaced with. */
+export const REDACTED = "[redacted]";
+
+/**
+ * The types of `field.Error` whose text carries the bad value (`ErrorType.String()`), then strings that quote a value
+ * only when a `"` follows: strconv (`parsing "abc": invalid syntax`), time (`time: invalid duration "1x"`,
+ * `unknown unit "x" in duration "1x"`) and encoding/json (`trying to unmarshal "abc" into int`). `Too many` and
+ * `Too few` carry only a count; `Required value`, `Forbidden`, `Too long` and `Internal error` carry no value.
+ */
+const MARKERS =
+  /(?<![A-Za-z])(?:(Invalid value|Unsupported value|Duplicate value|Not found|Too short): |(?:parsing|invalid duration|in duration|trying to unmarshal) (?="))/g;
+
+/** json-iterator's decode errors (API servers before 1.23) quote the request body around the error position. */
+const BODY_CONTEXT = " byte of ...|";
+const BODY_CONTEXT_END = "|...";
+
+/**
+ * `message` with every value quoted by a Kubernetes field error replaced by {@link REDACTED}.
+ *
+ * A value is what follows `Invalid value: `, `Unsupported value: `, `Duplicate value: `, `Not found: ` or
+ * `Too short: `: a quoted string (Go `%q` or JSON escaping; a backslash escapes the next character), or anything up to
+ * the next `: ` or `, ` outside brackets and quotes, or up to a bracket that closes an enclosing one (the end of an
+ * aggregate `[a, b]`). Quoted strings after `parsing `, `invalid duration `, `in duration ` and
+ * `trying to unmarshal `, and the body excerpts of json-iterator (`error found in #10 byte of ...|{"a":...|...`), are
+ * replaced too. Everything else is kept as it is, including the server's list after `supported values: ` and field
+ * names in `unknown field "spec.foo"`.
+ *
+ * Errs towards removing too much: a quote or bracket that is never closed takes the rest of the message with it.
+ * Texts that are not Kubernetes field errors (an admission webhook's own message, say) may still contain values; this
+ * only knows the formats above. Applying it twice gives the same result as applying it once.
+ */
+export function redactValues(message: string): string {
+  message = redactBodyContext(message);
+  let out = "";
+  let kept = 0; // message[kept..] is not yet copied to out
+  const markers = new RegExp(MARKERS.source, "g");
+  for (let m = markers.exec(message); m !== null; m = markers.exec(message)) {
+    const start = m.index + m[0].length;
+    const end = m[1] === undefined ? quotedEnd(message, start) : valueEnd(message, start);
+    if (end > start) {
+      out += message.slice(kept, start) + REDACTED;
+      kept = end;
+    }
+    markers.lastIndex = Math.max(end, start);
+  }
+  return out + message.slice(kept);
+}
+
+/** The index after the value that starts at `i`: see {@link redactValues}. */
+function valueEnd(s: string, i: number): number {
+  let depth = 0;
+  let j = i;
+  while (j < s.length) {
+    const c = s[j];
+    if (c === '"') {
+      j = quotedEnd(s, j);
+      continue;
+    }
+    if (c === "{" || c === "[" || c === "(") depth++;
+    else if (c === "}" || c === "]" || c === ")") {
+      if (depth === 0) break;
+      depth--;
+    } else if (depth === 0 && (c === ":" || c === ",") && s[j + 1] === " ") break;
+    j++;
+  }
+  return j;
+}
+
+/** The index after the quoted string that starts at `i` (the end of `s` if it is not closed); `i` if none starts. */
+function quotedEnd(s: string, i: number): number {
+  if (s[i] !== '"') return i;
+  for (let j = i + 1; j < s.length; j++) {
+    if (s[j] === "\\") j++;
+    else if (s[j] === '"') return j + 1;
+  }
+  return s.length;
+}
+
+/** Replaces each json-iterator body excerpt, from its first `...|` to the last `|...` of the message. */
+function redactBodyContext(s: string): string {
+  const at = s.indexOf(BODY_CONTEXT);
+  if (at < 0) return s;
+  const start = at + BODY_CONTEXT.length;
+  const last = s.lastIndexOf(BODY_CONTEXT_END);
+  const end = last >= start ? last : s.length;
+  return s.slice(0, start) + REDACTED + (last >= start ? "" : BODY_CONTEXT_END) + s.slice(end);
+}
