@@ -13,10 +13,11 @@ import { getLogger } from "@logtape/logtape";
 import process from "node:process";
 import { setImmediate } from "node:timers";
 import type { KubeClient } from "./kube/client.ts";
-import { Discovery } from "./kube/discovery.ts";
+import { Discovery, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
 import { EventRecorder, groupFailures } from "./events.ts";
 import { Freshness } from "./freshness.ts";
+import { ItemIndex } from "./item_index.ts";
 import { Executor, type ItemAction, type ItemResult } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual, type KubeObject } from "./objects.ts";
@@ -51,6 +52,7 @@ interface NamespaceOutcome {
   synced: number;
   deleted: number;
   failed: number;
+  /** For status and Events (values redacted). */
   errors: string[];
 }
 
@@ -83,6 +85,8 @@ export class Controller {
   readonly #events: EventRecorder;
   readonly #freshness: Freshness;
   readonly #selection = new SelectionIndex<NamespaceInfo>();
+  readonly #items = new ItemIndex();
+  #itemsStale = true;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
   #pass?: { pending: Set<string>; startedMs: number; cpu: { user: number; system: number } };
   #caches?: ResourceCaches;
@@ -149,24 +153,21 @@ export class Controller {
     const client = this.opts.client;
     this.#caches = new ResourceCaches(client, signal, {
       onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
+      // Anyone can label their objects: only those an item names may cost more than their identity.
+      wants: (r, ns, name) => this.#itemOwners(r, ns, name).length > 0,
       // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
       // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
       onCandidateChange: (ns, name) => this.#namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),
       onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
       onError: (r, e, ms) => this.#watchError(r, e, ms),
     });
-    this.#executor = new Executor(
-      client,
-      new Discovery(client),
-      this.#caches,
-      (action) => this.opts.metrics.writes.inc({ action }),
-      (owner) => {
-        // Only SyncConfigs in the watched namespace(s) are known; elsewhere an owner's existence cannot be told.
-        const ns = owner.slice(0, owner.indexOf("/"));
-        if (this.opts.watchNamespace && ns !== this.opts.watchNamespace) return undefined;
-        return this.syncConfigs.get(owner) !== undefined;
-      },
-    );
+    this.#executor = new Executor(client, new Discovery(client), this.#caches, {
+      onWrite: (action) => this.opts.metrics.writes.inc({ action }),
+      // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
+      claims: (owner, r, ns, name) => this.#itemOwners(r, ns, name).includes(owner),
+      onFight: (syncconfig) => this.opts.metrics.fightRestores.inc({ syncconfig }),
+      maxFightDelayMs: this.opts.reconcileIntervalMs,
+    });
     signal.addEventListener("abort", () => this.queue.shutdown(), { once: true });
     this.namespaces.run(signal);
     this.syncConfigs.run(signal);
@@ -202,8 +203,10 @@ export class Controller {
           // unit of the burst queues it again.
           if (this.#unitsRunning > 0) this.#statusDeferred = true;
           else await this.#flushStatus();
-        } else if (key.startsWith("cfg/")) this.#syncConfigChanged(key.slice(4));
-        else if (key.startsWith("ns/")) {
+        } else if (key.startsWith("cfg/")) {
+          this.#syncConfigChanged(key.slice(4));
+          await this.#enqueueSelected(key.slice(4));
+        } else if (key.startsWith("ns/")) {
           this.#unitsRunning++;
           try {
             await this.#syncNamespace(key.slice(3), priority);
@@ -298,14 +301,13 @@ export class Controller {
     });
   }
 
-  /** A SyncConfig was created, changed or deleted: recompile it and enqueue the namespaces it selects. */
+  /** A SyncConfig was created, changed or deleted: recompile it (see {@link Controller.#enqueueSelected}). */
   #syncConfigChanged(key: string): void {
     const sc = this.syncConfigs.get(key);
     if (!sc) {
       if (!this.#compiled.has(key)) return;
       this.#compiled.delete(key);
-      this.#selection.invalidate();
-      this.#freshness.changedEverywhere();
+      this.#specChanged();
       this.#outcomes.delete(key);
       this.#changes.delete(key);
       for (const state of ["synchronized", "deleted", "failed"]) {
@@ -314,85 +316,146 @@ export class Controller {
       log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
       return;
     }
-    const generation = (sc.metadata?.generation as number | undefined) ?? 0;
-    const uid = (sc.metadata?.uid as string | undefined) ?? "";
+    const generation = typeof sc.metadata?.generation === "number" ? sc.metadata.generation : 0;
+    const uid = typeof sc.metadata?.uid === "string" ? sc.metadata.uid : "";
     let entry = this.#compiled.get(key);
     if (!entry || entry.generation !== generation || entry.uid !== uid) {
-      entry = { generation, uid, result: compileSyncConfig(sc) };
+      entry = { generation, uid, result: compileSafely(sc, key) };
       this.#compiled.set(key, entry);
-      this.#selection.invalidate();
-      this.#freshness.changedEverywhere();
+      this.#specChanged();
+      const result = entry.result;
+      if (!result.ok) log.warn("{message}", { syncConfig: key, message: result.message });
+      else {
+        for (const p of result.config.syncItems.concat().filter((i) => i.problem)) {
+          log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
+        }
+      }
     }
-    const result = entry.result;
     this.#dirty.add(key);
     this.queue.add("status", Priority.status);
-    if (!result.ok) {
-      this.#outcomes.delete(key);
-      log.warn("{message}", { syncConfig: key, message: result.message });
-      return;
-    }
-    for (const p of result.config.syncItems.concat().filter((i) => i.problem)) {
-      log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
-    }
-    const byNs = this.#outcomes.get(key) ?? new Map<string, NamespaceOutcome>();
-    this.#outcomes.set(key, byNs);
-    for (const ns of this.namespaces.values()) {
-      if (ns.phase === "Active" && result.config.selector.selects(ns)) {
+    if (!entry.result.ok) this.#outcomes.delete(key);
+    else if (!this.#outcomes.has(key)) this.#outcomes.set(key, new Map());
+  }
+
+  /**
+   * Enqueues every namespace a valid SyncConfig selects and forgets its counts elsewhere. Yields to the event loop
+   * every few hundred namespaces: selection over thousands of them must not hold up watches and other units.
+   */
+  async #enqueueSelected(key: string): Promise<void> {
+    const entry = this.#compiled.get(key);
+    if (!entry?.result.ok) return;
+    const { config } = entry.result;
+    let n = 0;
+    for (const ns of [...this.namespaces.values()]) {
+      if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (this.#compiled.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
+      const byNs = this.#outcomes.get(key);
+      if (ns.phase === "Active" && config.selector.selects(ns)) {
         this.queue.add(`ns/${ns.name}`, Priority.syncConfig);
-      } else byNs.delete(ns.name);
+      } else if (byNs?.delete(ns.name)) this.#dirty.add(key);
     }
+  }
+
+  /** A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. */
+  #specChanged(): void {
+    this.#selection.invalidate();
+    this.#freshness.changedEverywhere();
+    this.#itemsStale = true;
+    const items = this.#itemIndex();
+    this.#caches?.retain(
+      (r) => items.hasSyncKind(r.group, r.kind),
+      (r) => items.hasDeleteKind(r.group, r.kind),
+    );
+  }
+
+  #itemIndex(): ItemIndex {
+    if (this.#itemsStale) {
+      const compiled = this.#compiled;
+      this.#items.rebuild(function* () {
+        for (const { result } of compiled.values()) if (result.ok) yield result.config;
+      }());
+      this.#itemsStale = false;
+    }
+    return this.#items;
+  }
+
+  /** Keys of the valid SyncConfigs that select `namespace` and have a syncItem naming this object. */
+  #itemOwners(r: ResourceInfo, namespace: string, name: string): string[] {
+    const named = this.#itemIndex().naming(r.group, r.kind, namespace, name);
+    if (!named.length) return named;
+    const ns = this.namespaces.get(namespace);
+    if (!ns) return [];
+    const selecting = this.#selectingConfigs(ns);
+    return named.filter((k) => selecting.includes(k));
+  }
+
+  /** Bytes of object content (JSON text) held by the managed-object caches, for tests and the bench. */
+  retainedContentBytes(): number {
+    return this.#caches?.retainedContentBytes() ?? 0;
   }
 
   /** Syncs one namespace against every valid SyncConfig: the unit of work. */
   async #syncNamespace(name: string, priority: number): Promise<void> {
     const started = performance.now();
-    const ns = this.namespaces.get(name);
     const trigger = TRIGGER[priority] ?? "interval";
     const inputsAt = this.#freshness.begin();
     let retry = false;
-    let failed = false;
+    let failed = true;
     let wrote = false;
-    // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
-    // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
-    const targeted: CompiledSyncConfig[] = [];
-    const compiled = this.#freshCompiled();
-    const selecting = new Set(ns ? this.#selectingConfigs(ns) : []);
-    for (const [cfgKey, { result }] of compiled) {
-      if (!result.ok) continue;
-      if (selecting.has(cfgKey)) targeted.push(result.config);
-      else if (this.#outcomes.get(cfgKey)!.delete(name)) this.#dirty.add(cfgKey);
-    }
-    const results = await Promise.all(targeted.map((cfg) => this.#syncConfigInNamespace(cfg, name)));
-    targeted.forEach((cfg, i) => {
-      const { outcome } = results[i];
-      retry ||= results[i].retry;
-      failed ||= outcome.failed > 0;
-      wrote ||= results[i].wrote;
-      // Another worker may have seen the SyncConfig deleted or made invalid meanwhile: its counts are gone.
-      const byNs = this.#outcomes.get(cfg.key);
-      if (!byNs) return;
-      const before = byNs.get(name);
-      if (!before || !deepEqual(before, outcome)) {
-        const newErrors = outcome.errors.filter((e) => !before?.errors.includes(e));
-        for (const message of newErrors) log.warn("{message}", { syncConfig: cfg.key, namespace: name, message });
-        byNs.set(name, outcome);
-        this.#dirty.add(cfg.key);
+    let retryInMs: number | undefined;
+    try {
+      const ns = this.namespaces.get(name);
+      // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
+      // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
+      const targeted: CompiledSyncConfig[] = [];
+      const compiled = this.#freshCompiled();
+      const selecting = new Set(ns ? this.#selectingConfigs(ns) : []);
+      for (const [cfgKey, { result }] of compiled) {
+        if (!result.ok) continue;
+        if (selecting.has(cfgKey)) targeted.push(result.config);
+        else if (this.#outcomes.get(cfgKey)?.delete(name)) this.#dirty.add(cfgKey);
       }
-    });
-    if (this.#dirty.size) this.queue.add("status", Priority.status);
-    this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry, Date.now());
-    const key = `ns/${name}`;
-    if (retry) {
-      const n = (this.#retries.get(key) ?? 0) + 1;
-      this.#retries.set(key, n);
-      this.queue.addAfter(key, Priority.namespace, Math.min(300_000, 1000 * 2 ** (n - 1)));
-    } else {
-      this.#retries.delete(key);
+      const results = await Promise.all(targeted.map((cfg) => this.#syncConfigInNamespace(cfg, name)));
+      failed = false;
+      targeted.forEach((cfg, i) => {
+        const { outcome, details } = results[i];
+        retry ||= results[i].retry;
+        failed ||= outcome.failed > 0;
+        wrote ||= results[i].wrote;
+        const wait = results[i].retryInMs;
+        if (wait !== undefined) retryInMs = Math.min(retryInMs ?? wait, wait);
+        // Another worker may have seen the SyncConfig deleted or made invalid meanwhile: its counts are gone.
+        const byNs = this.#outcomes.get(cfg.key);
+        if (!byNs) return;
+        const before = byNs.get(name);
+        if (!before || !deepEqual(before, outcome)) {
+          outcome.errors.forEach((e, j) => {
+            if (!before?.errors.includes(e)) {
+              log.warn("{message}", { syncConfig: cfg.key, namespace: name, message: details[j] });
+            }
+          });
+          byNs.set(name, outcome);
+          this.#dirty.add(cfg.key);
+        }
+      });
+    } finally {
+      // Whatever happened above, the unit ends: retries scheduled, metrics counted, the pass told.
+      if (this.#dirty.size) this.queue.add("status", Priority.status);
+      this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry && retryInMs === undefined, Date.now());
+      const key = `ns/${name}`;
+      if (retry || failed) {
+        const n = (this.#retries.get(key) ?? 0) + 1;
+        this.#retries.set(key, n);
+        this.queue.addAfter(key, Priority.namespace, Math.min(300_000, 1000 * 2 ** (n - 1), retryInMs ?? Infinity));
+      } else {
+        this.#retries.delete(key);
+        if (retryInMs !== undefined) this.queue.addAfter(key, Priority.namespace, retryInMs);
+      }
+      this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
+      this.opts.metrics.syncDuration.observe({ trigger }, (performance.now() - started) / 1000);
+      // Whatever the trigger: a namespace event may have taken the pass's unit over.
+      if (this.#pass?.pending.delete(name) && this.#pass.pending.size === 0) this.#passDone();
     }
-    this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
-    this.opts.metrics.syncDuration.observe({ trigger }, (performance.now() - started) / 1000);
-    // Whatever the trigger: a namespace event may have taken the pass's unit over.
-    if (this.#pass?.pending.delete(name) && this.#pass.pending.size === 0) this.#passDone();
   }
 
   #passDone(): void {
@@ -412,7 +475,10 @@ export class Controller {
       const sc = this.syncConfigs.get(key);
       const generation = (sc?.metadata?.generation as number | undefined) ?? 0;
       const known = this.#compiled.get(key)!;
-      if (!sc || known.generation !== generation || known.uid !== sc.metadata?.uid) this.#syncConfigChanged(key);
+      if (!sc || known.generation !== generation || known.uid !== sc.metadata?.uid) {
+        this.#syncConfigChanged(key);
+        if (sc) this.queue.add(`cfg/${key}`, Priority.syncConfig);
+      }
     }
     return this.#compiled;
   }
@@ -421,11 +487,22 @@ export class Controller {
   async #syncConfigInNamespace(
     cfg: CompiledSyncConfig,
     namespace: string,
-  ): Promise<{ outcome: NamespaceOutcome; retry: boolean; wrote: boolean }> {
+  ): Promise<{ outcome: NamespaceOutcome; details: string[]; retry: boolean; wrote: boolean; retryInMs?: number }> {
     const ref = { cfg, namespace };
     const executor = this.#executor!;
+    // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
+    const guarded = async (field: string, run: () => Promise<ItemResult>): Promise<ItemResult> => {
+      try {
+        return await run();
+      } catch (e) {
+        const message = `SyncConfig ${cfg.key}: ${field} in namespace ${namespace}: unexpected error: ${
+          e instanceof Error ? e.message : e
+        }`;
+        return { state: "failed", message };
+      }
+    };
     const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
-      const r = await executor.deleteItem(ref, item);
+      const r = await guarded(`.spec.deleteItems[${item.index}]`, () => executor.deleteItem(ref, item));
       if (r.state === "deleted") {
         this.#recordChange(cfg.key, "delete", namespace);
         log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
@@ -443,7 +520,7 @@ export class Controller {
     for (const wave of writeWaves(cfg.syncItems)) {
       await Promise.all(wave.map(async (i) => {
         const item = cfg.syncItems[i];
-        const r = await executor.syncItem(ref, item);
+        const r = await guarded(`.spec.syncItems[${item.index}]`, () => executor.syncItem(ref, item));
         if (r.state === "synced" && r.action !== "none") {
           this.#recordChange(cfg.key, r.action, namespace);
           log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
@@ -459,21 +536,27 @@ export class Controller {
       }));
     }
     const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+    const details: string[] = [];
     let retry = false;
     let wrote = false;
+    let retryInMs: number | undefined;
     for (const r of [...deletes, ...syncs]) {
       wrote ||= r.state === "deleted" || (r.state === "synced" && r.action !== "none");
+      if (r.state === "synced" && r.retryInMs !== undefined) {
+        retryInMs = Math.min(retryInMs ?? r.retryInMs, r.retryInMs);
+      }
       if (r.state === "synced") outcome.synced++;
       else if (r.state === "deleted") outcome.deleted++;
       else if (r.state === "failed") {
         outcome.failed++;
         outcome.errors.push(r.message);
+        details.push(r.detail ?? r.message);
         // Every failure requeues the namespace with backoff; the executor's per-item backoff keeps a rejected write
         // from being sent again before its time, and a transient error is retried without waiting for a pass.
         retry = true;
       }
     }
-    return { outcome, retry, wrote };
+    return { outcome, details, retry, wrote, retryInMs };
   }
 
   #recordChange(cfgKey: string, action: ItemAction, namespace: string): void {
@@ -588,6 +671,15 @@ export class Controller {
       retryInMs,
       error: error instanceof Error ? error.message : String(error),
     });
+  }
+}
+
+/** Compiles a SyncConfig; an unexpected exception (a bug, an input nobody foresaw) makes it Invalid, never stuck. */
+function compileSafely(sc: SyncConfig, key: string): CompileResult {
+  try {
+    return compileSyncConfig(sc);
+  } catch (e) {
+    return { ok: false, key, message: `SyncConfig ${key}: cannot be compiled: ${e instanceof Error ? e.message : e}` };
   }
 }
 

@@ -1,135 +1,144 @@
 /**
- * Decides whether an object in a namespace still is what its SyncConfig wants, without asking the API server.
+ * Decides whether an object in a namespace still is what its SyncConfig wants, by value, without asking the API
+ * server and without trusting anything a tenant can write.
  *
- * Comparing the desired object with the observed one field by field fails in both directions: the server adds
- * defaults (a Service gets a clusterIP, a container a terminationMessagePath) and normalizes values ("1000m"
- * becomes "1"), so a plain comparison would write forever; and a subset comparison cannot see a key someone added.
- * So the decision rests on two records the server keeps for us:
+ * Everything on a synced object can be written by whoever may edit it: its data, its labels and annotations (our
+ * desired-hash and owner markers among them) and `metadata.managedFields` (any client can claim to be field manager
+ * "espejo", or strip the record). So none of that may decide that an object is in sync. What can:
  *
- * 1. The `sync.appuio.ch/desired-hash` annotation we write with every object: when it equals the hash of what we
- *    want now, our last write was exactly this desired state.
- * 2. `metadata.managedFields`: the server records which manager set which field. Defaults are owned by nobody and
- *    our own writes are owned by us, so any field owned by another manager is a change made after (or before) us.
- *    Such a field is fine only if we set it too, to the same value (a previous owner, e.g. whoever created the
- *    object before we adopted it, keeps ownership of fields our update left unchanged).
+ * 1. Our own write's reply. It is what the server made of the desired object (defaults added, quantities
+ *    normalized, mutating webhooks applied): in sync by definition. Its content, less what a write of ours does not
+ *    control ({@link serverOwned}), is kept as a SHA-256 {@link contentHash}, the baseline of that object. A later
+ *    version (someone else's change) is in sync only if it hashes the same.
+ * 2. Without a baseline (after a restart, or an object created by someone else): a comparison by value. Every
+ *    value the desired object sets must be there, lists compared element by element and of the same length. A
+ *    field the desired object does not set may be a server default or someone's addition (`managedFields` cannot
+ *    tell: the server records defaults as owned by whoever wrote the object). Only the server can tell: the fields
+ *    it added to our last write of the same item elsewhere ({@link extrasOf}) are its defaults; any other addition
+ *    gets one write (a no-op on the server if it was a default), whose reply is then the baseline. So after a
+ *    restart an item that the server extends costs one such write, not one per namespace; objects the server does
+ *    not extend (ConfigMaps, Secrets with a type, RBAC objects) cost none.
  *
- * Additionally every field we set must still be present: a manager that deletes a field owns nothing afterwards.
+ * A verdict stands for one resourceVersion: an unchanged version has unchanged content.
  */
-import { deepEqual, type FieldsV1, isObject, type KubeObject, type ManagedFieldsEntry } from "./objects.ts";
+import { createHash } from "node:crypto";
+import { canonicalJson, deepEqual, isObject, type KubeObject } from "./objects.ts";
 
 export const FIELD_MANAGER = "espejo";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
 
-/** The managed-fields trees of every manager but us (status and other subresources excluded). */
-export function foreignFields(entries: ManagedFieldsEntry[] | undefined): FieldsV1[] {
-  return (entries ?? [])
-    .filter((e) => e.manager !== FIELD_MANAGER && !e.subresource && e.fieldsV1)
-    .map((e) => e.fieldsV1!);
+/**
+ * Metadata a write of the desired object does not control: set by the server, or (ownerReferences) kept from the
+ * live object as the Go espejo does. Left out of every comparison.
+ */
+const SERVER_OWNED_METADATA = [
+  "uid",
+  "resourceVersion",
+  "generation",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "managedFields",
+  "selfLink",
+  "ownerReferences",
+];
+
+/** `object` without what {@link SERVER_OWNED_METADATA} names, `apiVersion`/`kind` (absent in lists) and `status`. */
+export function serverOwned(object: KubeObject): KubeObject {
+  const { apiVersion: _a, kind: _k, status: _s, metadata, ...rest } = object;
+  const meta: Record<string, unknown> = { ...metadata };
+  for (const k of SERVER_OWNED_METADATA) delete meta[k];
+  return { ...rest, metadata: meta };
 }
 
-/** What the drift decision needs of an observed object; the cache keeps exactly this. */
-export interface ObservedState {
-  object: KubeObject;
-  /** From {@link foreignFields}, computed before managedFields is stripped from the cached copy. */
-  foreign: FieldsV1[];
+/** SHA-256 of the canonical JSON of what a write controls (see {@link serverOwned}); a tenant cannot forge it. */
+export function contentHash(object: KubeObject): string {
+  return createHash("sha256").update(canonicalJson(serverOwned(object))).digest("base64");
+}
+
+/** The result of comparing a desired object with an observed one by value. */
+export type Comparison =
+  | { kind: "equal" }
+  /** A value the desired object sets is missing or different at `path`. */
+  | { kind: "differs"; path: string }
+  /** Every value the desired object sets is there, but the observed object has more (first at `path`). */
+  | { kind: "extra"; path: string };
+
+/** Compares by value (see the file comment); both objects are reduced with {@link serverOwned} first. */
+export function compareByValue(desired: KubeObject, observed: KubeObject): Comparison {
+  let extra: string | undefined;
+  const walk = (d: unknown, o: unknown, path: string): string | undefined => {
+    if (isObject(d)) {
+      if (!isObject(o)) return o === undefined && isZeroValue(d) ? undefined : path || ".";
+      for (const k of Object.keys(d)) {
+        if (!Object.hasOwn(o, k)) {
+          if (isZeroValue(d[k])) continue; // Go's omitempty drops zero values from replies
+          return `${path}.${k}`;
+        }
+        const deeper = walk(d[k], o[k], `${path}.${k}`);
+        if (deeper !== undefined) return deeper;
+      }
+      if (extra === undefined) {
+        const added = Object.keys(o).find((k) => !Object.hasOwn(d, k));
+        if (added !== undefined) extra = `${path}.${added}`;
+      }
+      return undefined;
+    }
+    if (Array.isArray(d)) {
+      if (o === undefined && d.length === 0) return undefined;
+      if (!Array.isArray(o) || o.length !== d.length) return path;
+      for (let i = 0; i < d.length; i++) {
+        const deeper = walk(d[i], o[i], `${path}[${i}]`);
+        if (deeper !== undefined) return deeper;
+      }
+      return undefined;
+    }
+    return deepEqual(d, o) ? undefined : path;
+  };
+  const differs = walk(serverOwned(desired), serverOwned(observed), "");
+  if (differs !== undefined) return { kind: "differs", path: differs };
+  return extra === undefined ? { kind: "equal" } : { kind: "extra", path: extra };
 }
 
 /**
- * Why `observed` differs from `desired` (a short description for debug logs), or undefined when it does not.
- * `desiredHash` is the hash stored in {@link HASH_ANNOTATION} of `desired`.
+ * Every field of `observed` that `desired` does not set, with its value, as canonical JSON: the server's additions
+ * to one item are the same in every namespace (its defaults), so the additions found in the reply to one write of
+ * an item tell which additions in another namespace's copy are defaults, with no request (see Executor).
  */
-export function driftOf(desired: KubeObject, desiredHash: string, observed: ObservedState): string | undefined {
-  if (observed.object.metadata?.annotations?.[HASH_ANNOTATION] !== desiredHash) return "desired state changed";
-  // apiVersion and kind are absent from the items of a list (the cache starts from one); the resource path already
-  // fixes them.
-  const { apiVersion: _a, kind: _k, ...content } = desired;
-  const missing = firstMissingPath(content, observed.object, "");
-  if (missing !== undefined) return `${missing} was removed`;
-  for (const fields of observed.foreign) {
-    const foreign = firstForeignDifference(fields, desired, observed.object, "");
-    if (foreign !== undefined) return `${foreign} was changed by another manager`;
-  }
-  return undefined;
+export function extrasOf(desired: KubeObject, observed: KubeObject): string {
+  const found: [string[], unknown][] = [];
+  const walk = (d: unknown, o: unknown, path: string[]) => {
+    if (isObject(d) && isObject(o)) {
+      for (const k of Object.keys(o)) {
+        if (Object.hasOwn(d, k)) walk(d[k], o[k], [...path, k]);
+        else found.push([[...path, k], o[k]]);
+      }
+    } else if (Array.isArray(d) && Array.isArray(o)) {
+      for (let i = 0; i < Math.min(d.length, o.length); i++) walk(d[i], o[i], [...path, String(i)]);
+    }
+  };
+  walk(serverOwned(desired), serverOwned(observed), []);
+  return canonicalJson(found);
 }
 
 /** Go's `omitempty` drops zero values from replies, so a missing field "has" them. */
-function isZeroValue(v: unknown): boolean {
+export function isZeroValue(v: unknown): boolean {
   if (v === null || v === undefined || v === "" || v === 0 || v === false) return true;
   if (Array.isArray(v)) return v.length === 0;
   return isObject(v) && Object.values(v).every(isZeroValue);
 }
 
-function firstMissingPath(desired: unknown, observed: unknown, path: string): string | undefined {
-  if (isZeroValue(desired)) return undefined;
-  if (isObject(desired)) {
-    if (!isObject(observed)) return path || ".";
-    for (const [k, v] of Object.entries(desired)) {
-      if (isZeroValue(v)) continue;
-      if (!(k in observed)) return `${path}.${k}`;
-      const deeper = firstMissingPath(v, observed[k], `${path}.${k}`);
-      if (deeper !== undefined) return deeper;
-    }
-    return undefined;
-  }
-  if (Array.isArray(desired)) {
-    if (!Array.isArray(observed) || observed.length < desired.length) return path;
-    for (let i = 0; i < desired.length; i++) {
-      const deeper = firstMissingPath(desired[i], observed[i], `${path}[${i}]`);
-      if (deeper !== undefined) return deeper;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Walks a foreign manager's field set; returns the first owned path that we do not set, or set to another value.
- */
-function firstForeignDifference(
-  fields: FieldsV1,
-  desired: unknown,
-  observed: unknown,
-  path: string,
-): string | undefined {
-  for (const [key, sub] of Object.entries(fields)) {
-    if (key === ".") {
-      if (desired === undefined) return path || ".";
-      continue;
-    }
-    const prefix = key.slice(0, 2);
-    const rest = key.slice(2);
-    let d: unknown;
-    let o: unknown;
-    let here: string;
-    if (prefix === "f:") {
-      d = isObject(desired) ? desired[rest] : undefined;
-      o = isObject(observed) ? observed[rest] : undefined;
-      here = `${path}.${rest}`;
-    } else if (prefix === "k:") {
-      const want = JSON.parse(rest) as Record<string, unknown>;
-      const matches = (el: unknown) => isObject(el) && Object.entries(want).every(([wk, wv]) => deepEqual(el[wk], wv));
-      d = Array.isArray(desired) ? desired.find(matches) : undefined;
-      o = Array.isArray(observed) ? observed.find(matches) : undefined;
-      here = `${path}[${rest}]`;
-    } else if (prefix === "v:") {
-      const want = JSON.parse(rest);
-      d = Array.isArray(desired) ? desired.find((el) => deepEqual(el, want)) : undefined;
-      o = want;
-      here = `${path}[${rest}]`;
-    } else if (prefix === "i:") {
-      const i = Number(rest);
-      d = Array.isArray(desired) ? desired[i] : undefined;
-      o = Array.isArray(observed) ? observed[i] : undefined;
-      here = `${path}[${i}]`;
-    } else {
-      continue; // unknown encoding: ignore rather than write forever
-    }
-    if (d === undefined) return here;
-    if (Object.keys(sub).length === 0) {
-      if (!deepEqual(d, o)) return here;
-    } else {
-      const deeper = firstForeignDifference(sub, d, o, here);
-      if (deeper !== undefined) return deeper;
-    }
-  }
-  return undefined;
-}
+/** The decision for one item: nothing to do, or a write with a reason for the log. */
+export type Verdict =
+  | { inSync: true }
+  | {
+    inSync: false;
+    reason: string;
+    /**
+     * The object had been in sync with this same desired state (espejo wrote or verified it) and someone changed
+     * it since: writing restores it. Repeated restores of one object are a fight and back off.
+     */
+    restore: boolean;
+    /** Only fields the item does not set differ, and the server's additions to this item are not known yet. */
+    unexplained?: true;
+  };

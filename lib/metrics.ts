@@ -50,6 +50,13 @@ export class Metrics {
     labelNames: ["action"] as const,
     registers: [this.registry],
   });
+  readonly fightRestores = new client.Counter({
+    name: "espejo_fight_restores_total",
+    help: "Restores of an object that espejo had restored shortly before: another writer fights the SyncConfig " +
+      "(each restore of a fight waits longer, up to the reconcile interval)",
+    labelNames: ["syncconfig"] as const,
+    registers: [this.registry],
+  });
   readonly queueDepth = new client.Gauge({
     name: "espejo_queue_depth",
     help: "Keys waiting in the work queue",

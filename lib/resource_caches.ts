@@ -1,15 +1,17 @@
 /**
  * Caches of the objects the controller writes or deletes, one per resource, started on first use (a sync that
- * needs one waits for its first list, which is therefore not reported as changes):
- * - managed objects: only those carrying our label, in the compact form of {@link CachedObject};
+ * needs one waits for its first list, which is therefore not reported as changes) and stopped when no item names
+ * that resource any more:
+ * - managed objects: those carrying our label, in the compact form of {@link CachedObject}. Anyone can put the
+ *   label on their own objects, so only objects an item names keep content; the others keep their identity;
  * - deletion candidates: metadata only (name, namespace, uid) of every object of a kind named in `deleteItems`,
  *   so that a deleteItem that is already absent costs no request.
  */
 import type { KubeClient } from "./kube/client.ts";
 import { collectionPath, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector } from "./kube/reflector.ts";
-import { driftOf, foreignFields, HASH_ANNOTATION } from "./drift.ts";
-import type { FieldsV1, KubeObject } from "./objects.ts";
+import { compareByValue, contentHash, extrasOf, HASH_ANNOTATION, type Verdict } from "./drift.ts";
+import type { KubeObject } from "./objects.ts";
 
 export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const MANAGED_LABEL_VALUE = "espejo";
@@ -17,25 +19,36 @@ export const MANAGED_LABEL_VALUE = "espejo";
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
 
 /**
- * What the cache keeps of one of our objects; 20,000 of them must fit in the memory limit with room to spare.
+ * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to
+ * spare, and a tenant's junk objects must cost next to nothing. Every string here comes from the object, which a
+ * tenant may write: each is bounded in length.
  *
- * The content is needed only until it has been compared once. {@link driftOf} is a pure function of the desired
- * object, which the desired hash identifies, and of the observed object, which its resourceVersion identifies. So
- * once a comparison found no drift, the content is dropped and the verdict kept; a new resourceVersion (any change)
- * comes with new content. Until then the content is kept as JSON text, which costs a fraction of a parsed object.
+ * The content is needed only until it has been compared once: a verdict stands for one resourceVersion (see
+ * lib/drift.ts). Until then it is kept as JSON text, which costs a fraction of a parsed object; objects no item
+ * names never keep it.
  */
 export interface CachedObject {
   resourceVersion: string;
-  /** {@link HASH_ANNOTATION}: the hash of what we last wrote. */
+  uid: string;
+  /** {@link HASH_ANNOTATION}: the hash of what we last wrote (a hint: tenants can write it). */
   desiredHash?: string;
-  /** {@link OWNER_ANNOTATION} */
+  /** {@link OWNER_ANNOTATION} (a hint: only a SyncConfig that has an item for this object can hold it). */
   owner?: string;
-  /** The object without `managedFields`, as JSON; undefined once {@link inSync} is known. */
+  /** The field manager of the newest managedFields entry, for logs about fights (a hint too). */
+  manager?: string;
+  /** The live ownerReferences, which our writes keep (as the Go espejo does); absent when there are none. */
+  ownerReferences?: unknown[];
+  /** The object as JSON; undefined once judged, and never kept for an object no item names. */
   json?: string;
-  /** The field sets of other managers (usually none), from `managedFields`. */
-  foreign: FieldsV1[];
-  /** Set when this resourceVersion was compared with the desired object of `desiredHash` and found equal. */
+  /** Set when the content was not kept because no item named the object: it must be read before it is judged. */
+  contentless?: true;
+  /** Set when this resourceVersion is in sync with the desired object of {@link baseline}. */
   inSync?: true;
+  /**
+   * The {@link contentHash} of this object when it was last in sync, and the desired hash it was in sync with:
+   * carried over to later versions of the same object (same uid).
+   */
+  baseline?: { desiredHash: string; content: string };
 }
 
 export interface ExistingObject {
@@ -49,14 +62,23 @@ export interface CacheEvents {
   onCandidateChange?: (namespace: string, name: string) => void;
   onWatchRestart?: (resource: string, reason: string) => void;
   onError?: (resource: string, error: unknown, retryInMs: number) => void;
+  /** Whether a syncItem of a SyncConfig selecting `namespace` names this object (default: yes). */
+  wants?: (resource: ResourceInfo, namespace: string, name: string) => boolean;
 }
 
 const resourceKey = (r: ResourceInfo) => `${r.group}/${r.version}/${r.resource}`;
 const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
+const nameOf = (objectKey: string) => objectKey.slice(objectKey.indexOf("/") + 1);
+
+interface Running<T> {
+  resource: ResourceInfo;
+  reflector: Reflector<T>;
+  stop: AbortController;
+}
 
 export class ResourceCaches {
-  readonly #managed = new Map<string, Reflector<CachedObject>>();
-  readonly #existing = new Map<string, Reflector<ExistingObject>>();
+  readonly #managed = new Map<string, Running<CachedObject>>();
+  readonly #existing = new Map<string, Running<ExistingObject>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -66,56 +88,94 @@ export class ResourceCaches {
 
   /** The cache of our objects of resource `r`, started if needed. Await `.synced` before trusting it. */
   managed(r: ResourceInfo): Reflector<CachedObject> {
-    const key = resourceKey(r);
-    let refl = this.#managed.get(key);
-    if (!refl) {
+    return this.#start(this.#managed, r, (stop) => {
       // The first list is not a change: every sync that needs this cache waits for it (see the class comment).
       const cache: Reflector<CachedObject> = new Reflector<CachedObject>(this.client, {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
-        decode: decodeManaged,
+        decode: (raw, previous) => {
+          const meta = raw.metadata;
+          const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
+          return decodeManaged(raw, previous, wanted);
+        },
         onChange: (_t, _obj, _old, key) => cache.hasSynced && this.events.onManagedChange?.(namespaceOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
-      refl = cache;
-      this.#managed.set(key, refl);
-      refl.run(this.signal);
-    }
-    return refl;
+      cache.run(stop);
+      return cache;
+    });
   }
 
   /** The metadata cache of every object of resource `r`, started if needed. */
   existing(r: ResourceInfo): Reflector<ExistingObject> {
-    const key = resourceKey(r);
-    let refl = this.#existing.get(key);
-    if (!refl) {
+    return this.#start(this.#existing, r, (stop) => {
       const cache: Reflector<ExistingObject> = new Reflector<ExistingObject>(this.client, {
         path: collectionPath(r),
         metadataOnly: true,
         decode: (raw) => ({ uid: raw.metadata?.uid ?? "" }),
         onChange: (_t, _obj, _old, key) =>
-          cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key), key.slice(key.indexOf("/") + 1)),
+          cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key), nameOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
-      refl = cache;
-      this.#existing.set(key, refl);
-      refl.run(this.signal);
+      cache.run(stop);
+      return cache;
+    });
+  }
+
+  #start<T>(caches: Map<string, Running<T>>, r: ResourceInfo, make: (stop: AbortSignal) => Reflector<T>): Reflector<T> {
+    const key = resourceKey(r);
+    let running = caches.get(key);
+    if (!running) {
+      const stop = new AbortController();
+      running = { resource: r, reflector: make(AbortSignal.any([this.signal, stop.signal])), stop };
+      caches.set(key, running);
     }
-    return refl;
+    return running.reflector;
+  }
+
+  /**
+   * Stops the caches of resources that no item names any more (a kind removed from every SyncConfig, or one that
+   * was never allowed: its list would otherwise be retried forever). A later use starts a fresh cache.
+   */
+  retain(managed: (r: ResourceInfo) => boolean, existing: (r: ResourceInfo) => boolean): void {
+    const prune = <T>(caches: Map<string, Running<T>>, keep: (r: ResourceInfo) => boolean) => {
+      for (const [key, running] of caches) {
+        if (keep(running.resource)) continue;
+        running.stop.abort();
+        caches.delete(key);
+      }
+    };
+    prune(this.#managed, managed);
+    prune(this.#existing, existing);
+  }
+
+  /** Bytes of object content (JSON text) the managed-object caches hold, for tests and the bench. */
+  retainedContentBytes(): number {
+    let bytes = 0;
+    for (const { reflector } of this.#managed.values()) {
+      for (const o of reflector.values()) bytes += o.json?.length ?? 0;
+    }
+    return bytes;
   }
 
   /** Object counts per cache, for metrics. */
   sizes(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const [k, r] of this.#managed) out[`managed:${k}`] = r.size;
-    for (const [k, r] of this.#existing) out[`existing:${k}`] = r.size;
+    for (const [k, r] of this.#managed) out[`managed:${k}`] = r.reflector.size;
+    for (const [k, r] of this.#existing) out[`existing:${k}`] = r.reflector.size;
     return out;
   }
 }
 
-const NO_FOREIGN: FieldsV1[] = [];
+/** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
+const MAX_HASH = 64;
+const MAX_OWNER = 63 + 1 + 253;
+const MAX_MANAGER = 128;
+const bounded = (v: unknown, max: number): string | undefined =>
+  typeof v !== "string" ? undefined : v.length <= max ? v : `${v.slice(0, max)}...`;
+
 /** Owners repeat (one per SyncConfig) across thousands of objects: keep one copy of each. */
 const owners = new Map<string, string>();
 const intern = (owner: string | undefined) => {
@@ -126,30 +186,98 @@ const intern = (owner: string | undefined) => {
   return owner;
 };
 
-/** Keeps what drift detection needs; managedFields is reduced to the foreign managers' field sets. */
-export function decodeManaged(raw: KubeObject): CachedObject {
-  const foreign = foreignFields(raw.metadata?.managedFields);
-  const { managedFields: _, ...metadata } = raw.metadata ?? {};
-  return {
+/**
+ * Keeps what drift detection needs: the markers (bounded), the live ownerReferences and, for an object an item
+ * names (`wanted`), its content until it is judged. The baseline of `previous` carries over to a later version of
+ * the same object.
+ */
+export function decodeManaged(raw: KubeObject, previous: CachedObject | undefined, wanted = true): CachedObject {
+  const { managedFields, ...metadata } = raw.metadata ?? {};
+  const uid = metadata.uid ?? "";
+  const entry: CachedObject = {
     resourceVersion: metadata.resourceVersion ?? "",
-    desiredHash: metadata.annotations?.[HASH_ANNOTATION],
-    owner: intern(metadata.annotations?.[OWNER_ANNOTATION]),
-    json: JSON.stringify({ ...raw, metadata }),
-    foreign: foreign.length ? foreign : NO_FOREIGN,
+    uid,
+    desiredHash: bounded(metadata.annotations?.[HASH_ANNOTATION], MAX_HASH),
+    owner: intern(bounded(metadata.annotations?.[OWNER_ANNOTATION], MAX_OWNER)),
+    manager: bounded(newestManager(managedFields), MAX_MANAGER),
   };
+  if (previous?.baseline && previous.uid === uid) entry.baseline = previous.baseline;
+  if (!wanted) {
+    entry.contentless = true;
+    return entry;
+  }
+  if (Array.isArray(metadata.ownerReferences) && metadata.ownerReferences.length) {
+    entry.ownerReferences = metadata.ownerReferences;
+  }
+  entry.json = JSON.stringify({ ...raw, metadata });
+  return entry;
+}
+
+function newestManager(entries: unknown): string | undefined {
+  if (!Array.isArray(entries)) return undefined;
+  let newest: { manager?: unknown; time?: unknown } | undefined;
+  for (const e of entries) {
+    if (!e || typeof e !== "object" || (e as { subresource?: unknown }).subresource) continue;
+    if (!newest || String((e as { time?: unknown }).time ?? "") >= String(newest.time ?? "")) newest = e;
+  }
+  return typeof newest?.manager === "string" ? newest.manager : undefined;
 }
 
 /**
- * {@link driftOf} for a cached object. The content is parsed only when the desired hash matches and this version
- * was not compared before; when it is in sync, the verdict replaces the content (see {@link CachedObject}).
+ * Judges a cached object against the desired object of hash `desiredHash` (see lib/drift.ts). The content is
+ * parsed only when this version was not judged before; once it is in sync, the verdict and the baseline replace it.
+ * A contentless entry must be read first (the caller's job): judged as is, it is out of sync.
  */
-export function driftOfCached(desired: KubeObject, desiredHash: string, cached: CachedObject): string | undefined {
-  if (cached.desiredHash !== desiredHash) return "desired state changed";
-  if (cached.inSync) return undefined;
-  const drift = driftOf(desired, desiredHash, { object: JSON.parse(cached.json!), foreign: cached.foreign });
-  if (drift === undefined) {
-    cached.inSync = true;
-    cached.json = undefined;
+export function judge(
+  desired: KubeObject,
+  desiredHash: string,
+  cached: CachedObject,
+  /** {@link extrasOf} the reply to our last write of the same item in another namespace, if any. */
+  serverAdds?: string,
+): Verdict {
+  const known = cached.baseline?.desiredHash === desiredHash;
+  if (cached.contentless) return { inSync: false, reason: "its content was not read yet", restore: false };
+  if (cached.desiredHash !== desiredHash) {
+    // A marker mismatch is enough to write; a match proves nothing (anyone can copy the annotation).
+    return known
+      ? { inSync: false, reason: `its ${HASH_ANNOTATION} annotation was changed`, restore: true }
+      : { inSync: false, reason: "the SyncConfig's item changed", restore: false };
   }
-  return drift;
+  if (cached.inSync && known) return { inSync: true };
+  if (cached.json === undefined) return { inSync: false, reason: "it was not judged yet", restore: false };
+  const observed = JSON.parse(cached.json) as KubeObject;
+  if (known && contentHash(observed) === cached.baseline!.content) return markInSync(cached, cached.baseline!);
+  const comparison = compareByValue(desired, observed);
+  const restore = known;
+  switch (comparison.kind) {
+    case "differs":
+      return { inSync: false, reason: `${comparison.path} differs from the SyncConfig's item`, restore };
+    case "extra":
+      if (!known && serverAdds !== undefined && extrasOf(desired, observed) === serverAdds) {
+        return markInSync(cached, { desiredHash, content: contentHash(observed) });
+      }
+      if (known) return { inSync: false, reason: `${comparison.path} was added`, restore };
+      return {
+        inSync: false,
+        reason:
+          `${comparison.path} is not set by the item (a server default or someone's addition: a write settles it)`,
+        restore,
+        ...(serverAdds === undefined ? { unexplained: true as const } : {}),
+      };
+    case "equal":
+      if (known) return { inSync: false, reason: "a field the item does not set was changed", restore };
+      return markInSync(cached, { desiredHash, content: contentHash(observed) });
+  }
+}
+
+/** Records that `written` (the reply of our own write for `desiredHash`) is in sync and becomes the baseline. */
+export function acceptWritten(cached: CachedObject, written: KubeObject, desiredHash: string): void {
+  markInSync(cached, { desiredHash, content: contentHash(written) });
+}
+
+function markInSync(cached: CachedObject, baseline: { desiredHash: string; content: string }): Verdict {
+  cached.inSync = true;
+  cached.baseline = baseline;
+  cached.json = undefined;
+  return { inSync: true };
 }

@@ -20,8 +20,11 @@ export interface ReflectorOptions<T> {
   labelSelector?: string;
   /** Ask for PartialObjectMetadata only (names and labels, no content). */
   metadataOnly?: boolean;
-  /** Turns a raw object into what is cached (drop what is not needed); undefined skips the object. */
-  decode: (raw: KubeObject) => T | undefined;
+  /**
+   * Turns a raw object into what is cached (drop what is not needed); undefined skips the object. `previous` is the
+   * cached value of the same object (same uid), if any, so that what was learnt about it can carry over.
+   */
+  decode: (raw: KubeObject, previous: T | undefined) => T | undefined;
   onChange?: ChangeHandler<T>;
   /** Told about list/watch failures and restarts (for logs and metrics). */
   onError?: (error: unknown, willRetryInMs: number) => void;
@@ -82,7 +85,7 @@ export class Reflector<T> {
     const old = this.#store.get(objectKey(raw));
     const rv = raw.metadata?.resourceVersion ?? "";
     if (old && old.uid === raw.metadata?.uid && isOlder(rv, old.resourceVersion)) return;
-    const value = this.opts.decode(raw);
+    const value = this.opts.decode(raw, sameObject(old, raw));
     if (value !== undefined) {
       this.#store.set(objectKey(raw), {
         value,
@@ -141,7 +144,13 @@ export class Reflector<T> {
         signal,
       });
       for (const raw of page.items ?? []) {
-        const value = this.opts.decode(raw);
+        const old = this.#store.get(objectKey(raw));
+        // Unchanged since the last list: keep what was learnt about it (a verdict instead of content).
+        if (old && old.uid === raw.metadata?.uid && old.resourceVersion === raw.metadata?.resourceVersion) {
+          seen.set(objectKey(raw), old);
+          continue;
+        }
+        const value = this.opts.decode(raw, sameObject(old, raw));
         if (value !== undefined) {
           seen.set(objectKey(raw), {
             value,
@@ -236,7 +245,7 @@ export class Reflector<T> {
     // Already known at this version: the reply of our own write, put in by upsert(). Keep that copy (the caller may
     // have reduced it since) and report nothing.
     if (old && old.uid === raw.metadata?.uid && old.resourceVersion === rv) return;
-    const value = this.opts.decode(raw);
+    const value = this.opts.decode(raw, sameObject(old, raw));
     if (value === undefined) return;
     this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
     this.opts.onChange?.(old ? "modified" : "added", value, old?.value, key);
@@ -260,6 +269,10 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+function sameObject<T>(cached: Cached<T> | undefined, raw: KubeObject): T | undefined {
+  return cached && cached.uid === raw.metadata?.uid ? cached.value : undefined;
 }
 
 function isOlder(rv: string, than: string): boolean {

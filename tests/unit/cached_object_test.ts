@@ -1,87 +1,135 @@
 import assert from "node:assert/strict";
-import fc from "fast-check";
-import { driftOf, FIELD_MANAGER, foreignFields, HASH_ANNOTATION } from "../../lib/drift.ts";
+import { HASH_ANNOTATION } from "../../lib/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/objects.ts";
-import { decodeManaged, driftOfCached, OWNER_ANNOTATION } from "../../lib/resource_caches.ts";
+import {
+  acceptWritten,
+  type CachedObject,
+  decodeManaged,
+  judge,
+  MANAGED_LABEL,
+  OWNER_ANNOTATION,
+} from "../../lib/resource_caches.ts";
 
 const HASH = "0123456789abcdef01234567";
+const UID = "5f0c6c2e-0000-4000-8000-000000000000";
 
-function served(data: Record<string, string>, managedFields: ManagedFieldsEntry[], hash = HASH): KubeObject {
-  return {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata: {
-      name: "obj",
-      namespace: "ns",
-      resourceVersion: "42",
-      uid: "5f0c6c2e-0000-4000-8000-000000000000",
-      annotations: { [OWNER_ANNOTATION]: "espejo/cfg", [HASH_ANNOTATION]: hash },
-      managedFields,
-    },
-    data,
-  };
+const desired: KubeObject = {
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: {
+    name: "obj",
+    namespace: "ns",
+    labels: { [MANAGED_LABEL]: "espejo" },
+    annotations: { [OWNER_ANNOTATION]: "espejo/cfg", [HASH_ANNOTATION]: HASH },
+  },
+  data: { a: "1" },
+};
+
+/** The server's copy of `desired` at `rv`, with `change` applied (a tenant's edit). */
+function served(rv: string, change: (o: KubeObject & Record<string, unknown>) => void = () => {}): KubeObject {
+  const o = structuredClone(desired) as KubeObject & Record<string, unknown>;
+  o.metadata!.resourceVersion = rv;
+  o.metadata!.uid = UID;
+  o.metadata!.managedFields = [
+    { manager: "espejo", operation: "Update", time: "2024-01-01T00:00:00Z" } as ManagedFieldsEntry,
+  ];
+  change(o);
+  return o;
 }
 
-const entry = (manager: string, fieldsV1: Record<string, unknown>): ManagedFieldsEntry =>
-  ({ manager, operation: "Update", fieldsType: "FieldsV1", fieldsV1 }) as ManagedFieldsEntry;
+/** The cache entry after our own write produced version 1. */
+function written(): CachedObject {
+  const reply = served("1");
+  const entry = decodeManaged(reply, undefined);
+  acceptWritten(entry, reply, HASH);
+  return entry;
+}
 
-Deno.test("decodeManaged keeps the markers and the content, and drops managedFields", () => {
-  const raw = served({ a: "1" }, [
-    entry(FIELD_MANAGER, { "f:data": { "f:a": {} } }),
-    entry("kubectl-edit", { "f:data": { "f:b": {} } }),
-  ]);
-  const cached = decodeManaged(raw);
-  assert.equal(cached.resourceVersion, "42");
-  assert.equal(cached.desiredHash, HASH);
-  assert.equal(cached.owner, "espejo/cfg");
-  assert.deepEqual(cached.foreign, [{ "f:data": { "f:b": {} } }]);
-  const content = JSON.parse(cached.json!);
-  assert.equal(content.metadata.managedFields, undefined);
-  assert.deepEqual(content.data, { a: "1" });
-  assert.equal(raw.metadata?.managedFields?.length, 2, "the input is not modified");
+Deno.test("decodeManaged keeps markers, ownerReferences and content, never managedFields", () => {
+  const entry = decodeManaged(served("7", (o) => (o.metadata!.ownerReferences = [{ uid: "u" }])), undefined);
+  assert.equal(entry.resourceVersion, "7");
+  assert.equal(entry.uid, UID);
+  assert.equal(entry.desiredHash, HASH);
+  assert.equal(entry.owner, "espejo/cfg");
+  assert.equal(entry.manager, "espejo");
+  assert.deepEqual(entry.ownerReferences, [{ uid: "u" }]);
+  assert.ok(entry.json && !entry.json.includes("managedFields"));
 });
 
-Deno.test("driftOfCached decides as driftOf does on the full object", () => {
-  const data = fc.dictionary(fc.constantFrom("a", "b", "c"), fc.constantFrom("1", "2"));
-  const managers = fc.array(
-    fc.record({
-      manager: fc.constantFrom(FIELD_MANAGER, "kubectl-edit", "helm"),
-      keys: fc.subarray(["a", "b", "c"]),
+Deno.test("decodeManaged keeps no content of an object no item names, whatever its size", () => {
+  const junk = served("7", (o) => (o.data = { big: "x".repeat(900 * 1024) }));
+  const entry = decodeManaged(junk, undefined, false);
+  assert.equal(entry.json, undefined);
+  assert.equal(entry.contentless, true);
+  assert.ok(JSON.stringify(entry).length < 300, "identity and bounded markers only");
+});
+
+Deno.test("decodeManaged bounds markers a tenant can make huge", () => {
+  const entry = decodeManaged(
+    served("7", (o) => {
+      o.metadata!.annotations![OWNER_ANNOTATION] = "x".repeat(100_000);
+      o.metadata!.annotations![HASH_ANNOTATION] = "y".repeat(100_000);
+      o.metadata!.managedFields = [{ manager: "z".repeat(100_000) }];
     }),
-    { maxLength: 3 },
+    undefined,
+    false,
   );
-  fc.assert(fc.property(data, data, managers, fc.boolean(), (want, have, owners, sameHash) => {
-    const desired: KubeObject = {
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      metadata: { name: "obj", namespace: "ns", annotations: { [OWNER_ANNOTATION]: "espejo/cfg" } },
-      data: want,
-    };
-    const managedFields = owners.map((o) =>
-      entry(o.manager, { "f:data": Object.fromEntries(o.keys.map((k) => [`f:${k}`, {}])) })
-    );
-    const raw = served(have, managedFields, sameHash ? HASH : "another");
-    const { managedFields: _, ...metadata } = raw.metadata!;
-    const full = { object: { ...raw, metadata }, foreign: foreignFields(managedFields) };
-    assert.equal(driftOfCached(desired, HASH, decodeManaged(raw)), driftOf(desired, HASH, full));
-  }));
+  assert.ok(JSON.stringify(entry).length < 1000);
 });
 
-Deno.test("driftOfCached keeps only the verdict once a version was found in sync", () => {
-  const desired: KubeObject = {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata: { name: "obj", namespace: "ns", annotations: { [OWNER_ANNOTATION]: "espejo/cfg" } },
-    data: { a: "1" },
-  };
-  const inSync = decodeManaged(served({ a: "1" }, [entry(FIELD_MANAGER, { "f:data": { "f:a": {} } })]));
-  assert.equal(driftOfCached(desired, HASH, inSync), undefined);
-  assert.equal(inSync.json, undefined, "the content is dropped");
-  assert.equal(driftOfCached(desired, HASH, inSync), undefined, "the verdict stands for this version");
-  assert.equal(driftOfCached(desired, "another", inSync), "desired state changed");
+Deno.test("judge: our own write's reply is in sync and keeps no content", () => {
+  const entry = written();
+  assert.deepEqual(judge(desired, HASH, entry), { inSync: true });
+  assert.equal(entry.json, undefined);
+});
 
-  const drifted = decodeManaged(served({}, [entry(FIELD_MANAGER, {})]));
-  assert.equal(driftOfCached(desired, HASH, drifted), ".data.a was removed");
-  assert.ok(drifted.json, "content is kept while the object differs");
-  assert.equal(driftOfCached(desired, HASH, drifted), ".data.a was removed");
+Deno.test("judge: a later version with the same content is in sync by its baseline", () => {
+  const entry = decodeManaged(served("2", (o) => (o.metadata!.ownerReferences = [{ uid: "u" }])), written());
+  assert.deepEqual(judge(desired, HASH, entry), { inSync: true });
+  assert.equal(entry.json, undefined, "the verdict replaces the content");
+});
+
+const ATTACKS: [string, (o: KubeObject & Record<string, unknown>) => void][] = [
+  ["a data change under espejo's field manager", (o) => (o.data = { a: "evil" })],
+  ["managedFields stripped with a data change", (o) => {
+    o.metadata!.managedFields = [];
+    o.data = { a: "evil" };
+  }],
+  ["a key added with managedFields stripped", (o) => {
+    delete o.metadata!.managedFields;
+    o.data = { a: "1", extra: "" };
+  }],
+  ["a spoofed owner annotation", (o) => (o.metadata!.annotations![OWNER_ANNOTATION] = "kube-system/whatever")],
+  ["a changed hash annotation", (o) => (o.metadata!.annotations![HASH_ANNOTATION] = "forged")],
+  ["a finalizer added", (o) => (o.metadata!.finalizers = ["example.com/keep"])],
+];
+
+for (const [name, attack] of ATTACKS) {
+  Deno.test(`judge: ${name} after espejo's write is a restore`, () => {
+    const verdict = judge(desired, HASH, decodeManaged(served("2", attack), written()));
+    assert.equal(verdict.inSync, false);
+    assert.equal(!verdict.inSync && verdict.restore, true);
+  });
+  Deno.test(`judge: ${name} seen first after a restart is not in sync`, () => {
+    const verdict = judge(desired, HASH, decodeManaged(served("2", attack), undefined));
+    assert.equal(verdict.inSync, false);
+    assert.equal(!verdict.inSync && verdict.restore, false, "no baseline: not counted as a fight");
+  });
+}
+
+Deno.test("judge: after a restart an unchanged object is in sync by value and gets a baseline", () => {
+  const entry = decodeManaged(served("5"), undefined);
+  assert.deepEqual(judge(desired, HASH, entry), { inSync: true });
+  assert.equal(entry.baseline?.desiredHash, HASH);
+  const later = decodeManaged(served("6", (o) => (o.data = { a: "2" })), entry);
+  assert.equal(judge(desired, HASH, later).inSync, false);
+});
+
+Deno.test("judge: a changed item is a write, not a restore", () => {
+  const verdict = judge({ ...desired, data: { a: "2" } }, "newhash", written());
+  assert.deepEqual(verdict, { inSync: false, reason: "the SyncConfig's item changed", restore: false });
+});
+
+Deno.test("judge: an entry kept without content is never in sync", () => {
+  assert.equal(judge(desired, HASH, decodeManaged(served("5"), undefined, false)).inSync, false);
 });

@@ -1,0 +1,56 @@
+/**
+ * Bounds the reaction to a fight: another writer (a tenant, a controller) changing an object that espejo restores,
+ * again and again. The first restore is immediate; each further restore of the same object while the fight lasts
+ * waits twice as long as the one before (1 s, 2 s, 4 s, ...), at most `maxDelayMs` (the reconcile interval). So a
+ * fight costs a handful of writes a minute instead of one per change of the other writer, and the desired content
+ * still wins within `maxDelayMs` of the other writer stopping.
+ *
+ * A fight ends when the object was left alone for twice the longest delay: its next change is restored at once.
+ */
+export class FightBook {
+  readonly #fights = new Map<string, { restores: number; lastMs: number }>();
+
+  constructor(
+    private readonly maxDelayMs: number,
+    private readonly now: () => number = Date.now,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  /** How long a restore of `key` must still wait (0: restore now). */
+  waitMs(key: string): number {
+    const fight = this.#current(key);
+    if (!fight) return 0;
+    return Math.max(0, fight.lastMs + this.#delay(fight.restores) - this.now());
+  }
+
+  /** Records a restore of `key`; returns how many restores this fight has had (1: the first, not a fight yet). */
+  restored(key: string): number {
+    const restores = (this.#current(key)?.restores ?? 0) + 1;
+    this.#fights.delete(key); // re-inserted last: the oldest entry goes first when the book is full
+    if (this.#fights.size >= this.maxEntries) this.#fights.delete(this.#fights.keys().next().value!);
+    this.#fights.set(key, { restores, lastMs: this.now() });
+    return restores;
+  }
+
+  /** Forgets every object whose key starts with `prefix` (a namespace or resource that went). */
+  forget(prefix: string): void {
+    for (const key of this.#fights.keys()) if (key.startsWith(prefix)) this.#fights.delete(key);
+  }
+
+  get size(): number {
+    return this.#fights.size;
+  }
+
+  #delay(restores: number): number {
+    return restores === 0 ? 0 : Math.min(this.maxDelayMs, 1000 * 2 ** (restores - 1));
+  }
+
+  #current(key: string): { restores: number; lastMs: number } | undefined {
+    const fight = this.#fights.get(key);
+    if (fight && this.now() - fight.lastMs > 2 * this.maxDelayMs) {
+      this.#fights.delete(key);
+      return undefined;
+    }
+    return fight;
+  }
+}
