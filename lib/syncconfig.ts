@@ -46,8 +46,13 @@ export type CompileResult = { ok: true; config: CompiledSyncConfig } | { ok: fal
 export const keyOf = (cfg: SyncConfig): string =>
   `${(cfg.metadata?.namespace as string | undefined) ?? ""}/${cfg.metadata?.name as string}`;
 
-/** Metadata the server owns; copying it from an item would make every write fail or every comparison differ. */
-const SERVER_METADATA = [
+/**
+ * Metadata never copied from an item into its template. Most of it the server owns: copying it would make every
+ * write fail or every comparison differ. ownerReferences are the live object's (a replace keeps them): the Go
+ * espejo never writes an item's, and a wrong one (an owner that does not exist in the target namespace) would let
+ * the garbage collector delete the object, which the next sync recreates, in a loop.
+ */
+const NOT_COPIED_METADATA = [
   "uid",
   "resourceVersion",
   "generation",
@@ -56,51 +61,86 @@ const SERVER_METADATA = [
   "deletionGracePeriodSeconds",
   "managedFields",
   "selfLink",
+  "ownerReferences",
 ];
 
-/** Validates the spec and compiles selectors and items. Messages name the SyncConfig and the field. */
+/**
+ * Deepest nesting of objects and arrays accepted in a syncItem (the item itself is level 1; a ConfigMap's data is
+ * level 2). Kubernetes objects are rarely deeper than about 20; the limit keeps every recursive walk of a template
+ * (copying, rendering, hashing, comparing) far from the stack's end, where a 3,000-level item would throw.
+ */
+export const MAX_ITEM_DEPTH = 100;
+
+/** Maps of strings in core kinds: a value of another type would be refused by the API server on every write. */
+const STRING_MAPS = new Map([["v1/Secret", ["data", "stringData"]], ["v1/ConfigMap", ["data", "binaryData"]]]);
+
+/**
+ * Validates the spec and compiles selectors and items. Messages name the SyncConfig and the field. Never throws:
+ * an unexpected exception makes the SyncConfig invalid with a message naming the part being compiled.
+ */
 export function compileSyncConfig(cfg: SyncConfig): CompileResult {
-  const key = keyOf(cfg);
-  const spec = cfg.spec ?? {};
+  let key = "";
+  let at = ".metadata"; // the part being compiled, for the message of an unexpected exception
   const invalid = (message: string): CompileResult => ({ ok: false, key, message: `SyncConfig ${key}: ${message}` });
-  let selector: NamespaceSelector;
   try {
-    selector = compileNamespaceSelector(spec.namespaceSelector);
-  } catch (e) {
-    if (e instanceof SelectorError) return invalid(e.message);
-    throw e;
-  }
-  if (!(spec.syncItems?.length) && !(spec.deleteItems?.length)) {
-    return invalid(".spec.syncItems and .spec.deleteItems are both empty: there is nothing to do");
-  }
-  const syncItems = (spec.syncItems ?? []).map((raw, index) => compileSyncItem(raw, index));
-  const deleteItems = (spec.deleteItems ?? []).map((raw, index): DeleteItemSpec => {
-    const field = `.spec.deleteItems[${index}]`;
-    const apiVersion = raw.apiVersion ?? "";
-    const kind = raw.kind ?? "";
-    const name = raw.name ?? "";
-    const missing = [!apiVersion && "apiVersion", !kind && "kind", !name && "name"].filter(Boolean);
+    key = keyOf(cfg);
+    at = ".spec";
+    const spec = cfg.spec ?? {};
+    let selector: NamespaceSelector;
+    try {
+      at = ".spec.namespaceSelector";
+      selector = compileNamespaceSelector(spec.namespaceSelector);
+    } catch (e) {
+      if (e instanceof SelectorError) return invalid(e.message);
+      throw e;
+    }
+    if (!(spec.syncItems?.length) && !(spec.deleteItems?.length)) {
+      return invalid(".spec.syncItems and .spec.deleteItems are both empty: there is nothing to do");
+    }
+    at = ".spec.syncItems";
+    const syncItems = (spec.syncItems ?? []).map((raw, index) => {
+      at = `.spec.syncItems[${index}]`;
+      return compileSyncItem(raw, index);
+    });
+    at = ".spec.deleteItems";
+    const deleteItems = (spec.deleteItems ?? []).map((raw, index) => {
+      at = `.spec.deleteItems[${index}]`;
+      return compileDeleteItem(raw, index);
+    });
+    at = ".metadata";
     return {
-      index,
-      apiVersion,
-      kind,
-      name,
-      problem: missing.length ? `${field} has no ${missing.join(", ")}` : undefined,
+      ok: true,
+      config: {
+        key,
+        namespace: (cfg.metadata?.namespace as string) ?? "",
+        name: cfg.metadata?.name as string,
+        generation: (cfg.metadata?.generation as number) ?? 0,
+        uid: (cfg.metadata?.uid as string) ?? "",
+        selector,
+        syncItems,
+        deleteItems,
+        forceRecreate: spec.forceRecreate === true,
+      },
     };
-  });
+  } catch (e) {
+    return invalid(`${at} cannot be compiled: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+  }
+}
+
+function compileDeleteItem(raw: unknown, index: number): DeleteItemSpec {
+  const field = `.spec.deleteItems[${index}]`;
+  const item = isObject(raw) ? raw : {};
+  const string = (k: string) => typeof item[k] === "string" ? item[k] as string : "";
+  const apiVersion = string("apiVersion");
+  const kind = string("kind");
+  const name = string("name");
+  const missing = [!apiVersion && "apiVersion", !kind && "kind", !name && "name"].filter(Boolean);
   return {
-    ok: true,
-    config: {
-      key,
-      namespace: (cfg.metadata?.namespace as string) ?? "",
-      name: cfg.metadata?.name as string,
-      generation: (cfg.metadata?.generation as number) ?? 0,
-      uid: (cfg.metadata?.uid as string) ?? "",
-      selector,
-      syncItems,
-      deleteItems,
-      forceRecreate: spec.forceRecreate === true,
-    },
+    index,
+    apiVersion,
+    kind,
+    name,
+    problem: missing.length ? `${field} has no ${missing.join(", ")}` : undefined,
   };
 }
 
@@ -109,19 +149,66 @@ function compileSyncItem(raw: unknown, index: number): SyncItemSpec {
   const item = isObject(raw) ? (raw as KubeObject) : {};
   const apiVersion = typeof item.apiVersion === "string" ? item.apiVersion : "";
   const kind = typeof item.kind === "string" ? item.kind : "";
-  const name = typeof item.metadata?.name === "string" ? item.metadata.name : "";
+  const name = isObject(item.metadata) && typeof item.metadata.name === "string" ? item.metadata.name : "";
   const missing = [!apiVersion && "apiVersion", !kind && "kind", !name && "metadata.name"].filter(Boolean);
-  const template: KubeObject = structuredClone(item);
-  const metadata = { ...(template.metadata ?? {}) };
-  for (const k of SERVER_METADATA) delete metadata[k];
-  delete template.status;
-  template.metadata = metadata;
-  return {
+  const result = (template: KubeObject, problem: string | undefined): SyncItemSpec => ({
     index,
     apiVersion,
     kind,
     name,
     template,
-    problem: missing.length ? `${field} has no ${missing.join(", ")}` : undefined,
-  };
+    problem,
+  });
+  // Before anything that recurses (structuredClone fails at about 3,000 levels): a too-deep item is not copied.
+  const depth = nestingDepth(item);
+  if (depth > MAX_ITEM_DEPTH) {
+    return result(
+      { apiVersion, kind, metadata: { name } },
+      `${field} is nested ${depth} levels deep, more than the ${MAX_ITEM_DEPTH} allowed`,
+    );
+  }
+  const template: KubeObject = structuredClone(item);
+  const metadata = { ...(isObject(template.metadata) ? template.metadata : {}) };
+  for (const k of NOT_COPIED_METADATA) delete metadata[k];
+  delete template.status;
+  template.metadata = metadata;
+  const problem = missing.length
+    ? `${field} has no ${missing.join(", ")}`
+    : stringMapProblem(item, `${apiVersion}/${kind}`, field);
+  return result(template, problem);
+}
+
+/**
+ * Why a map of strings of a core kind (a Secret's data and stringData, a ConfigMap's data and binaryData) is not
+ * one, naming the key but never the value, which may be secret.
+ */
+function stringMapProblem(item: KubeObject, apiVersionKind: string, field: string): string | undefined {
+  for (const map of STRING_MAPS.get(apiVersionKind) ?? []) {
+    if (!Object.hasOwn(item, map)) continue;
+    const value = item[map];
+    if (value === null || value === undefined) continue;
+    if (!isObject(value)) return `${field}.${map} is not an object of strings`;
+    for (const [k, v] of Object.entries(value)) {
+      if (typeof v !== "string") return `${field}.${map}[${JSON.stringify(k)}] is not a string`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * How deeply objects and arrays nest in `value` (a scalar is 0, `{}` and `[]` are 1), found without recursion so
+ * that no depth makes it throw; time and memory are linear in the size of `value`.
+ */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    deepest = Math.max(deepest, depth);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return deepest;
 }

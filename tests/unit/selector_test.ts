@@ -7,6 +7,9 @@ import {
   labelKeyProblem,
   type LabelSelector,
   MAX_PATTERN_LENGTH,
+  MAX_PATTERNS,
+  MAX_PROGRAM_SIZE,
+  MAX_SELECTOR_PROGRAM_SIZE,
   type NamespaceSelectorSpec,
   SelectorError,
 } from "../../lib/selector.ts";
@@ -183,6 +186,18 @@ Deno.test({
   },
 });
 
+Deno.test("compileLabelSelector matchLabels and In do not see Object.prototype members as labels", () => {
+  for (const key of ["constructor", "toString", "valueOf", "hasOwnProperty"]) {
+    const equal = compileLabelSelector({ matchLabels: { [key]: "x" } }, LS);
+    const isIn = compileLabelSelector({ matchExpressions: [{ key, operator: "In", values: ["x"] }] }, LS);
+    const notIn = compileLabelSelector({ matchExpressions: [{ key, operator: "NotIn", values: ["x"] }] }, LS);
+    assert.equal(equal({}), false, `${key} matchLabels on {}`);
+    assert.equal(equal({ [key]: "x" }), true, `${key} matchLabels on its own label`);
+    assert.equal(isIn({}), false, `${key} In on {}`);
+    assert.equal(notIn({}), true, `${key} NotIn on {}`);
+  }
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // compileLabelSelector: validation
 
@@ -217,6 +232,42 @@ const INVALID_SELECTORS: [name: string, selector: LabelSelector, field: string, 
     { matchLabels: { env: 3 as unknown as string } },
     `${LS}.matchLabels["env"]`,
     "must be a string",
+  ],
+  [
+    "matchLabels not an object",
+    { matchLabels: "a=b" as unknown as Record<string, string> },
+    `${LS}.matchLabels`,
+    "must be an object of strings",
+  ],
+  [
+    "matchExpressions not a list",
+    { matchExpressions: { key: "a" } as unknown as [] },
+    `${LS}.matchExpressions`,
+    "must be a list",
+  ],
+  [
+    "a matchExpression that is not an object",
+    { matchExpressions: [null as unknown as { key: string; operator: string }] },
+    `${LS}.matchExpressions[0]`,
+    "must be an object",
+  ],
+  [
+    "a matchExpression key that is not a string",
+    { matchExpressions: [{ key: 5 as unknown as string, operator: "Exists" }] },
+    `${LS}.matchExpressions[0].key`,
+    "must be a string",
+  ],
+  [
+    "matchExpression values that are not strings",
+    { matchExpressions: [{ key: "a", operator: "In", values: ["x", 1 as unknown as string] }] },
+    `${LS}.matchExpressions[0].values`,
+    "must be a list of strings",
+  ],
+  [
+    "matchExpression values that are not a list",
+    { matchExpressions: [{ key: "a", operator: "In", values: "xy" as unknown as string[] }] },
+    `${LS}.matchExpressions[0].values`,
+    "must be a list of strings",
   ],
   [
     "matchExpressions empty key",
@@ -371,6 +422,115 @@ Deno.test("compilePattern rejects a pattern longer than MAX_PATTERN_LENGTH namin
     () => compilePattern("a".repeat(MAX_PATTERN_LENGTH + 1), field),
     field,
     `is ${MAX_PATTERN_LENGTH + 1} characters long, more than the ${MAX_PATTERN_LENGTH} allowed`,
+  );
+});
+
+// The cost of a pattern is bounded before it is compiled: this one, 1,000 characters, took 1.3 s and 314 MiB of
+// resident memory to compile.
+const HOSTILE = "\\pL{0,999}".repeat(100);
+
+Deno.test("compilePattern refuses a pattern that would compile to too many instructions without compiling it", () => {
+  assert.equal(HOSTILE.length, 1000);
+  const field = `${BASE}.matchNames[0]`;
+  assert.throws(
+    () => compilePattern(HOSTILE, field),
+    (e: unknown) => {
+      assert.ok(e instanceof SelectorError);
+      assert.equal(
+        e.message,
+        `${field} is not a valid regular expression: expression too large: it would compile to 199800 instructions, ` +
+          "more than the 5000 allowed",
+      );
+      return true;
+    },
+  );
+});
+
+Deno.test("compileNamespaceSelector refuses the expensive pattern naming its field", () => {
+  assertSelectorError(
+    () => compileNamespaceSelector({ matchNames: ["ok"], ignoreNames: ["kube-.*", HOSTILE] }),
+    `${BASE}.ignoreNames[1]`,
+    "is not a valid regular expression: expression too large: it would compile to 199800 instructions",
+  );
+});
+
+const REPEATS_GO_REFUSES: [pattern: string, repeat: string][] = [
+  ["a{1001}", "{1001}"], // re2js refuses it while parsing: 1,001 instructions are within the limit
+  ["(a{500}){500}", "{500}"], // refused here: 251,000 instructions
+  ["((a{10}){10}){11}", "{11}"],
+  ["(?:\\pL{0,999}){999}", "{999}"],
+  ["x{99999999}", "{99999999}"],
+];
+
+for (const [pattern, repeat] of REPEATS_GO_REFUSES) {
+  Deno.test(`compilePattern refuses ${JSON.stringify(pattern)} with Go's invalid repeat count ${repeat}`, () => {
+    const field = `${BASE}.matchNames[1]`;
+    assert.throws(() => compilePattern(pattern, field), (e: unknown) => {
+      assert.ok(e instanceof SelectorError);
+      assert.equal(e.message, `${field} is not a valid regular expression: invalid repeat count: \`${repeat}\``);
+      return true;
+    });
+  });
+}
+
+const REASONABLE: [pattern: string, name: string, want: boolean][] = [
+  ["tenant-[a-z]{1,20}-.*", "tenant-acme-prod", true],
+  ["tenant-[a-z]{1,20}-.*", "tenant--prod", false],
+  ["\\pL{0,63}", "ünïcödé", true],
+  ["\\pL{0,63}", "a".repeat(64), false],
+  [Array.from({ length: 200 }, (_, i) => `t${i}`).join("|"), "t199", true],
+  [Array.from({ length: 200 }, (_, i) => `t${i}`).join("|"), "t200", false],
+  ["[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*", "a.b-c.d", true],
+  ["(?i)(team|tenant)-[a-z]+-(dev|prod)[0-9]{0,3}", "Team-a-PROD12", true],
+  [".{0,1000}", "anything", true],
+  ["a{1000}".repeat(5), "a".repeat(5000), true], // exactly MAX_PROGRAM_SIZE
+];
+
+for (const [pattern, name, want] of REASONABLE) {
+  Deno.test(`compilePattern accepts the reasonable ${JSON.stringify(pattern.slice(0, 40))} (${name.slice(0, 20)}: ${want})`, () => {
+    assert.equal(compilePattern(pattern, "f")(name), want);
+  });
+}
+
+Deno.test("compilePattern refuses one instruction more than MAX_PROGRAM_SIZE", () => {
+  assert.equal(MAX_PROGRAM_SIZE, 5000);
+  assertSelectorError(
+    () => compilePattern(`${"a{1000}".repeat(5)}b`, "f"),
+    "f",
+    "expression too large: it would compile to 5001 instructions, more than the 5000 allowed",
+  );
+});
+
+Deno.test("compileNamespaceSelector refuses the pattern that takes both lists past MAX_SELECTOR_PROGRAM_SIZE", () => {
+  assert.equal(MAX_SELECTOR_PROGRAM_SIZE, 50_000);
+  const big = "a{1000}".repeat(5); // 5,000 instructions
+  assert.ok(compileNamespaceSelector({ matchNames: Array(6).fill(big), ignoreNames: Array(4).fill(big) }));
+  assertSelectorError(
+    () => compileNamespaceSelector({ matchNames: Array(6).fill(big), ignoreNames: Array(5).fill(big) }),
+    `${BASE}.ignoreNames[4]`,
+    "is one pattern too many: with it the patterns would compile to 55000 instructions together, more than the " +
+      "50000 allowed",
+  );
+});
+
+Deno.test("compileNamespaceSelector refuses a list of more than MAX_PATTERNS patterns", () => {
+  assert.equal(MAX_PATTERNS, 1000);
+  const names = Array.from({ length: MAX_PATTERNS }, (_, i) => `ns-${i}`);
+  assert.equal(compileNamespaceSelector({ matchNames: names }).selects({ name: "ns-999", labels: {} }), true);
+  for (const list of ["matchNames", "ignoreNames"] as const) {
+    assertSelectorError(
+      () => compileNamespaceSelector({ matchNames: ["x"], [list]: [...names, "one-more"] }),
+      `${BASE}.${list}`,
+      "has 1001 patterns, more than the 1000 allowed: select many namespaces by label",
+    );
+  }
+});
+
+Deno.test("compileNamespaceSelector refuses matchNames that is not a list", () => {
+  assertSelectorError(
+    () => compileNamespaceSelector({ matchNames: "team-.*" as unknown as string[] }),
+    `${BASE}.matchNames`,
+    "must be a list of strings",
   );
 });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { type CompileResult, compileSyncConfig, keyOf, type SyncConfig } from "../../lib/syncconfig.ts";
+import { type CompileResult, compileSyncConfig, keyOf, MAX_ITEM_DEPTH, type SyncConfig } from "../../lib/syncconfig.ts";
 
 type Spec = NonNullable<SyncConfig["spec"]>;
 
@@ -173,6 +173,8 @@ const SERVER_METADATA = {
   deletionGracePeriodSeconds: 30,
   managedFields: [{ manager: "kubectl" }],
   selfLink: "/api/v1/namespaces/x/configmaps/cm",
+  // Not the server's, but never written either: the Go espejo keeps the live object's.
+  ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: "u-owner" }],
 };
 
 Deno.test("compileSyncConfig strips status and server metadata from item templates", () => {
@@ -209,7 +211,7 @@ Deno.test("compileSyncConfig strips server fields from any item template and lea
         assert.deepEqual(cfg, before, "input mutated");
         const t = c.syncItems[0].template;
         assert.equal(t.status, undefined);
-        for (const k of Object.keys(SERVER_METADATA)) assert.ok(!(k in t.metadata!), `${k} kept`);
+        for (const k of Object.keys(SERVER_METADATA)) assert.ok(!Object.hasOwn(t.metadata!, k), `${k} kept`);
         assert.equal(t.metadata?.name, "cm");
         assert.equal(t.metadata?.namespace, "keep-me");
         for (const [k, v] of Object.entries(body)) {
@@ -217,5 +219,236 @@ Deno.test("compileSyncConfig strips server fields from any item template and lea
         }
       },
     ),
+  );
+});
+
+Deno.test("compileSyncConfig never copies an item's ownerReferences into its template", () => {
+  const item = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "cm", ownerReferences: SERVER_METADATA.ownerReferences },
+    data: { k: "v" },
+  };
+  const c = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [item] })));
+  assert.deepEqual(c.syncItems[0].template, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "cm" },
+    data: { k: "v" },
+  });
+  assert.equal(c.syncItems[0].problem, undefined);
+  assert.ok(item.metadata.ownerReferences, "input mutated");
+});
+
+/** An object nested `depth` levels deep, counting itself: `{ a: { a: ... "leaf" } }`. */
+function nested(depth: number): Record<string, unknown> {
+  let value: unknown = "leaf";
+  for (let i = 0; i < depth; i++) value = { a: value };
+  return value as Record<string, unknown>;
+}
+
+for (const depth of [3000, 100_000]) {
+  Deno.test(`compileSyncConfig marks only a syncItem nested ${depth} levels deep, without throwing`, () => {
+    const deep = { apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" }, spec: nested(depth - 1) };
+    const c = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [CM, deep] })));
+    assert.equal(c.syncItems[0].problem, undefined);
+    assert.deepEqual(c.syncItems[0].template, CM);
+    assert.equal(
+      c.syncItems[1].problem,
+      `.spec.syncItems[1] is nested ${depth} levels deep, more than the 100 allowed`,
+    );
+    // The template of a too-deep item is not a copy of it (copying it is what would throw).
+    assert.deepEqual(c.syncItems[1].template, {
+      apiVersion: "example.com/v1",
+      kind: "Widget",
+      metadata: { name: "w" },
+    });
+    assert.equal(c.syncItems[1].name, "w");
+  });
+}
+
+Deno.test("compileSyncConfig accepts a syncItem nested exactly MAX_ITEM_DEPTH levels deep and refuses one more", () => {
+  assert.equal(MAX_ITEM_DEPTH, 100);
+  const item = (depth: number) => ({ ...CM, data: undefined, spec: nested(depth - 1) });
+  const c = compiled(compileSyncConfig(config({
+    namespaceSelector: { matchNames: [".*"] },
+    syncItems: [item(MAX_ITEM_DEPTH), item(MAX_ITEM_DEPTH + 1)],
+  })));
+  assert.equal(c.syncItems[0].problem, undefined);
+  assert.deepEqual(c.syncItems[0].template.spec, nested(MAX_ITEM_DEPTH - 1));
+  assert.equal(c.syncItems[1].problem, ".spec.syncItems[1] is nested 101 levels deep, more than the 100 allowed");
+});
+
+Deno.test("compileSyncConfig counts arrays as levels too", () => {
+  let value: unknown = 1;
+  for (let i = 0; i < 200; i++) value = [value];
+  const c = compiled(compileSyncConfig(config({
+    namespaceSelector: { matchNames: [".*"] },
+    syncItems: [{ apiVersion: "example.com/v1", kind: "Widget", metadata: { name: "w" }, spec: { list: value } }],
+  })));
+  assert.equal(c.syncItems[0].problem, ".spec.syncItems[0] is nested 202 levels deep, more than the 100 allowed");
+});
+
+const STRING_MAP_PROBLEMS: [name: string, item: Record<string, unknown>, problem: string][] = [
+  [
+    "a Secret stringData value that is a number",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { user: "u", password: 12345 } },
+    '.spec.syncItems[1].stringData["password"] is not a string',
+  ],
+  [
+    "a Secret stringData value that is an object",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { token: { value: "t0p" } } },
+    '.spec.syncItems[1].stringData["token"] is not a string',
+  ],
+  [
+    "a Secret data value that is null",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: { key: null } },
+    '.spec.syncItems[1].data["key"] is not a string',
+  ],
+  [
+    "a ConfigMap data value that is a boolean",
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { "enabled": true } },
+    '.spec.syncItems[1].data["enabled"] is not a string',
+  ],
+  [
+    "a ConfigMap binaryData value that is a list",
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, binaryData: { blob: [1, 2] } },
+    '.spec.syncItems[1].binaryData["blob"] is not a string',
+  ],
+  [
+    "a Secret stringData that is a list",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: ["s3cr3t"] },
+    ".spec.syncItems[1].stringData is not an object of strings",
+  ],
+  [
+    "a ConfigMap data that is a string",
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: "k=v" },
+    ".spec.syncItems[1].data is not an object of strings",
+  ],
+];
+
+for (const [name, item, want] of STRING_MAP_PROBLEMS) {
+  Deno.test(`compileSyncConfig marks only the item with ${name}, naming the key but not the value`, () => {
+    const c = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [CM, item] })));
+    assert.equal(c.syncItems[0].problem, undefined);
+    assert.equal(c.syncItems[1].problem, want);
+    for (const secret of ["12345", "t0p", "s3cr3t", "k=v"]) assert.ok(!want.includes(secret));
+  });
+}
+
+const STRING_MAPS_FINE: [name: string, item: Record<string, unknown>][] = [
+  ["a Secret with string data and stringData", {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "s" },
+    data: { a: "YQ==" },
+    stringData: { b: "b" },
+  }],
+  ["a Secret with null stringData", { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: null }],
+  ["a ConfigMap without data", { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" } }],
+  ["another group's Secret with a number", {
+    apiVersion: "example.com/v1",
+    kind: "Secret",
+    metadata: { name: "s" },
+    stringData: { n: 1 },
+  }],
+  ["a v1 kind without string maps", { apiVersion: "v1", kind: "Service", metadata: { name: "s" }, data: { n: 1 } }],
+];
+
+for (const [name, item] of STRING_MAPS_FINE) {
+  Deno.test(`compileSyncConfig accepts ${name}`, () => {
+    const c = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [item] })));
+    assert.equal(c.syncItems[0].problem, undefined);
+  });
+}
+
+Deno.test("compileSyncConfig treats keys named like Object.prototype members as plain keys", () => {
+  // JSON.parse makes "__proto__" an own key, as the API client does; an object literal would set the prototype.
+  const item = JSON.parse(`{
+    "apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": { "name": "cm", "__proto__": { "polluted": "yes" }, "constructor": "c" },
+    "data": { "__proto__": "p", "constructor": "c", "toString": "t", "hasOwnProperty": "h" }
+  }`);
+  const c = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [item] })));
+  const t = c.syncItems[0].template;
+  assert.equal(c.syncItems[0].problem, undefined);
+  assert.equal(Object.getPrototypeOf(t.metadata), Object.prototype);
+  assert.equal((t.metadata as Record<string, unknown>).polluted, undefined);
+  assert.deepEqual(Object.keys(t.metadata!).sort(), ["__proto__", "constructor", "name"]);
+  assert.deepEqual(Object.keys(t.data as object).sort(), ["__proto__", "constructor", "hasOwnProperty", "toString"]);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+
+  const bad = JSON.parse('{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"toString":7}}');
+  const b = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [bad] })));
+  assert.equal(b.syncItems[0].problem, '.spec.syncItems[0].stringData["toString"] is not a string');
+
+  const odd = JSON.parse('{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"constructor":{}}}');
+  const o = compiled(compileSyncConfig(config({ namespaceSelector: { matchNames: [".*"] }, syncItems: [odd] })));
+  assert.equal(o.syncItems[0].problem, '.spec.syncItems[0].data["constructor"] is not a string');
+});
+
+Deno.test("compileSyncConfig keeps a deleteItem with fields that are not strings valid and marks it", () => {
+  const c = compiled(compileSyncConfig(config({
+    namespaceSelector: { matchNames: [".*"] },
+    deleteItems: [{ apiVersion: "v1", kind: 3, name: "x" }, null] as unknown as Spec["deleteItems"],
+  })));
+  assert.equal(c.deleteItems[0].problem, ".spec.deleteItems[0] has no kind");
+  assert.equal(c.deleteItems[1].problem, ".spec.deleteItems[1] has no apiVersion, kind, name");
+});
+
+const BROKEN: [name: string, spec: unknown, part: string][] = [
+  ["syncItems that are not a list", { namespaceSelector: { matchNames: [".*"] }, syncItems: "cm" }, ".spec.syncItems"],
+  [
+    "deleteItems that are not a list",
+    { namespaceSelector: { matchNames: [".*"] }, deleteItems: "x" },
+    ".spec.deleteItems",
+  ],
+];
+
+for (const [name, spec, part] of BROKEN) {
+  Deno.test(`compileSyncConfig reports ${name} instead of throwing`, () => {
+    const message = problem(compileSyncConfig(config(spec as Spec)));
+    assert.ok(message.startsWith(`${PREFIX}${part}`), message);
+    assert.match(message, / cannot be compiled: TypeError: /);
+  });
+}
+
+Deno.test("compileSyncConfig reports any exception with the part it was compiling", () => {
+  const spec = { syncItems: [CM] };
+  Object.defineProperty(spec, "namespaceSelector", {
+    get() {
+      throw new RangeError("Maximum call stack size exceeded");
+    },
+  });
+  assert.equal(
+    problem(compileSyncConfig(config(spec))),
+    `${PREFIX}.spec.namespaceSelector cannot be compiled: RangeError: Maximum call stack size exceeded`,
+  );
+});
+
+Deno.test("compileSyncConfig reports an invalid labelSelector shape as a selector problem", () => {
+  const message = problem(compileSyncConfig(config({
+    namespaceSelector: { labelSelector: { matchExpressions: "x" as unknown as [] } },
+    syncItems: [CM],
+  })));
+  assert.equal(message, `${PREFIX}.spec.namespaceSelector.labelSelector.matchExpressions must be a list`);
+});
+
+Deno.test("compileSyncConfig never throws, whatever the spec", () => {
+  fc.assert(
+    fc.property(
+      fc.record({
+        namespaceSelector: fc.oneof(fc.constant({ matchNames: [".*"] }), fc.jsonValue()),
+        syncItems: fc.oneof(fc.array(fc.jsonValue(), { maxLength: 3 }), fc.jsonValue()),
+        deleteItems: fc.oneof(fc.array(fc.jsonValue(), { maxLength: 3 }), fc.jsonValue()),
+        forceRecreate: fc.jsonValue(),
+      }, { requiredKeys: [] }),
+      (spec) => {
+        const r = compileSyncConfig(config(spec as Spec));
+        assert.equal(typeof r.ok, "boolean");
+        if (!r.ok) assert.ok(r.message.startsWith(PREFIX), r.message);
+      },
+    ),
+    { numRuns: 500 },
   );
 });
