@@ -43,6 +43,8 @@ export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
 /** Queue priorities: lower goes first. */
 export const Priority = { namespace: 0, syncConfig: 1, interval: 2, status: 3 } as const;
 const TRIGGER = ["namespace", "syncconfig", "interval"];
+/** Warning events per SyncConfig and status flush, one per distinct item failure; the status counts them all. */
+const MAX_FAILURE_EVENTS = 25;
 
 export interface NamespaceInfo extends NamespaceFacts {
   phase: string;
@@ -577,7 +579,7 @@ export class Controller {
       await this.#events.emit(target, "Warning", "InvalidSyncConfigSpec", result.message);
       return;
     }
-    for (const message of groupFailures(errors).slice(0, 10)) {
+    for (const message of groupFailures(errors).slice(0, MAX_FAILURE_EVENTS)) {
       await this.#events.emit(target, "Warning", "SyncFailed", message);
     }
     const changes = this.#changes.get(key);

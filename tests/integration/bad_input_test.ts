@@ -42,6 +42,12 @@ const INVALID_SPECS: [name: string, spec: (ns: string) => unknown, message: RegE
     /matchNames\[0\] is \d+ characters long, more than the 1024 allowed/,
   ],
   [
+    // 1000 characters that re2js would compile to ~200,000 instructions (over 300 MiB): refused before compiling.
+    "costly-pattern",
+    (ns) => ({ namespaceSelector: { matchNames: ["\\pL{0,999}".repeat(100), ns] }, syncItems: [cm("x")] }),
+    /\.spec\.namespaceSelector\.matchNames\[0\] is not a valid regular expression: expression too large: it would compile to 199800 instructions, more than the 5000 allowed$/,
+  ],
+  [
     "bad-operator",
     () => ({
       namespaceSelector: { labelSelector: { matchExpressions: [{ key: "a", operator: "Equals", values: ["b"] }] } },
@@ -99,10 +105,25 @@ const BAD_ITEMS: [item: unknown, message: RegExp][] = [
     /\(Secret secret-bad\): the API server refused it \(422 Invalid/,
   ],
   [
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "secret-number" }, stringData: { pin: 1234 } },
+    /\.spec\.syncItems\[\d+\]\.stringData\["pin"\] is not a string/,
+  ],
+  [
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "deep" }, data: {}, nested: nested(3000) },
+    /\.spec\.syncItems\[\d+\] is nested 300\d levels deep, more than the 100 allowed/,
+  ],
+  [
     { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "forbidden" }, spec: {} },
     /\(Deployment forbidden\): cannot list and watch deployments: the API server refused it \(403 Forbidden: .*cannot list resource "deployments"/,
   ],
 ];
+
+/** An object nested `depth` levels deep, built without recursion. */
+function nested(depth: number): unknown {
+  let v: unknown = "bottom";
+  for (let i = 0; i < depth; i++) v = { x: v };
+  return v;
+}
 
 function cm(name: string, data: Record<string, string> = {}) {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data };
@@ -185,6 +206,9 @@ Deno.test("Bad input gets a specific message, and everything else carries on", o
     const text = events.map((e) => e.message).join("\n");
     for (const [item, message] of BAD_ITEMS) assert.match(text, message, `${JSON.stringify(item)} in:\n${text}`);
     assert.doesNotMatch(text, /s3cr3t-value/, "secret values never appear in messages");
+    // Values quoted by the API server's validation are redacted in Events (and status); the log keeps them.
+    assert.match(text, /\(ConfigMap bad-key\): .*Invalid value: \[redacted\]: a valid config key/);
+    assert.doesNotMatch(text, /Invalid value: "no spaces allowed"/);
     assert.match(text, /\.spec\.deleteItems\[0\] has no name/);
 
     // Two SyncConfigs writing one object: the second one fails, the first keeps it.

@@ -11,6 +11,7 @@ import {
   requestsBy,
   startController,
   statusOf,
+  type TestObject,
 } from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -391,6 +392,55 @@ Deno.test("A restarted controller rebuilds its caches and changes nothing", opts
     assert.ok(writes.length <= 1, writes.map((e) => `${e.verb} ${e.requestURI}`).join("\n"));
     for (const e of writes) assert.match(`${e.verb} ${e.requestURI}`, /^update .*\/networkpolicies\/same-ns\?/);
     assert.deepEqual(await versions(), before, "no object changed");
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("An item's ownerReferences are never written; the live object's are kept", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("owners");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await createNamespace(admin, ns);
+    const parent = await admin.request<TestObject>({
+      method: "POST",
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "parent" } },
+    });
+    // An owner that does not exist: written, the garbage collector would delete the object again and again.
+    const ghost = { apiVersion: "v1", kind: "ConfigMap", name: "ghost", uid: "00000000-0000-4000-8000-000000000000" };
+    await createSyncConfig(admin, cfgNs, "owned", {
+      namespaceSelector: { matchNames: [ns] },
+      syncItems: [{
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "child", ownerReferences: [ghost] },
+        data: { a: "1" },
+      }],
+    });
+    const created = await eventually(() => getObject(admin, cmPath(ns, "child")), 20_000, "child created");
+    assert.equal(created.metadata?.ownerReferences, undefined, "the item's ownerReferences are not written");
+    // Someone else makes it a child of a real object and changes the data: espejo restores the data only.
+    const live = [{ apiVersion: "v1", kind: "ConfigMap", name: "parent", uid: parent.metadata!.uid! }];
+    await admin.request({
+      method: "PATCH",
+      path: cmPath(ns, "child"),
+      contentType: "application/merge-patch+json",
+      body: { metadata: { ownerReferences: live }, data: { a: "changed" } },
+    });
+    const restored = await eventually(
+      async () => {
+        const cm = await getObject(admin, cmPath(ns, "child"));
+        return cm?.data?.a === "1" ? cm : undefined;
+      },
+      20_000,
+      "the data restored",
+    );
+    assert.deepEqual(restored.metadata?.ownerReferences, live, "the live ownerReferences are kept");
   } finally {
     await ctl.stop();
     admin.close();
