@@ -24,6 +24,7 @@ import { deepEqual, type KubeObject } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { ResourceCaches } from "./resource_caches.ts";
 import { SelectionIndex } from "./selection_index.ts";
+import { StatusSchedule } from "./status_schedule.ts";
 import type { NamespaceFacts } from "./selector.ts";
 import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./status.ts";
 import {
@@ -33,7 +34,7 @@ import {
   keyOf,
   type SyncConfig,
 } from "./syncconfig.ts";
-import { renderTemplate } from "./template.ts";
+import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "./template.ts";
 import { writeWaves } from "./waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
@@ -41,10 +42,12 @@ const log = getLogger(["espejo", "controller"]);
 export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
 
 /** Queue priorities: lower goes first. */
-export const Priority = { namespace: 0, syncConfig: 1, interval: 2, status: 3 } as const;
+export const Priority = { namespace: 0, syncConfig: 1, interval: 2 } as const;
 const TRIGGER = ["namespace", "syncconfig", "interval"];
 /** Warning events per SyncConfig and status flush, one per distinct item failure; the status counts them all. */
 const MAX_FAILURE_EVENTS = 25;
+/** How long the status writer waits after a kick, to write once for units that end together. */
+const STATUS_GATHER_MS = 50;
 
 export interface NamespaceInfo extends NamespaceFacts {
   phase: string;
@@ -76,11 +79,14 @@ export interface ControllerOptions {
 export class Controller {
   readonly namespaces: Reflector<NamespaceInfo>;
   readonly syncConfigs: Reflector<SyncConfig>;
-  readonly queue = new WorkQueue<string>(4);
+  readonly queue = new WorkQueue<string>(3);
   /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
   readonly #compiled = new Map<string, { generation: number; uid: string; result: CompileResult }>();
   readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
-  readonly #dirty = new Set<string>();
+  /** Which statuses to write, once their SyncConfig's own work is done (see StatusSchedule). */
+  readonly #status = new StatusSchedule();
+  #statusWanted = false;
+  #statusWake?: () => void;
   readonly #retries = new Map<string, number>();
   /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
   readonly #changes = new Map<string, { actions: Map<ItemAction, number>; namespaces: Set<string> }>();
@@ -88,6 +94,8 @@ export class Controller {
   readonly #freshness: Freshness;
   readonly #selection = new SelectionIndex<NamespaceInfo>();
   readonly #items = new ItemIndex();
+  /** SyncConfigs (by uid) already warned about templated deleteItems. */
+  readonly #warnedTemplates = new Set<string>();
   #itemsStale = true;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
   #pass?: { pending: Set<string>; startedMs: number; cpu: { user: number; system: number } };
@@ -96,9 +104,6 @@ export class Controller {
   #workerStarted = false;
   /** Start times of the units being processed, for liveness. */
   readonly #inFlight = new Set<{ since: number }>();
-  /** Namespace units in progress, and whether a status flush waits for them to finish. */
-  #unitsRunning = 0;
-  #statusDeferred = false;
 
   constructor(private readonly opts: ControllerOptions) {
     this.#events = new EventRecorder(opts.client);
@@ -168,7 +173,7 @@ export class Controller {
       // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
       claims: (owner, r, ns, name) => this.#itemOwners(r, ns, name).includes(owner),
       onFight: (syncconfig) => this.opts.metrics.fightRestores.inc({ syncconfig }),
-      maxFightDelayMs: this.opts.reconcileIntervalMs,
+      maxFightDelayMs: this.opts.reconcileIntervalMs || 600_000,
     });
     signal.addEventListener("abort", () => this.queue.shutdown(), { once: true });
     this.namespaces.run(signal);
@@ -183,9 +188,12 @@ export class Controller {
     if (signal.aborted) return;
     for (const sc of this.syncConfigs.values()) this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
     const timer = this.#intervalLoop(signal);
+    const statusWriter = this.#statusLoop(signal);
     const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
     await Promise.all(Array.from({ length: workers }, () => this.#worker()));
     await timer;
+    this.#kickStatus(); // the last statuses of the drained units
+    await statusWriter;
   }
 
   async #worker(): Promise<void> {
@@ -195,30 +203,15 @@ export class Controller {
       const next = await this.queue.get();
       if (!next) return;
       const { key, priority } = next;
-      this.opts.metrics.queueWait.observe({ trigger: TRIGGER[priority] ?? "status" }, next.waitedMs / 1000);
+      this.opts.metrics.queueWait.observe({ trigger: TRIGGER[priority] ?? "interval" }, next.waitedMs / 1000);
+      this.opts.metrics.compat.taken(next.waitedMs / 1000);
       const unit = { since: Date.now() };
       this.#inFlight.add(unit);
       try {
-        if (key === "status") {
-          // The queue hands out the status key only when no unit is waiting, but other workers may still be
-          // syncing: a flush now would write an intermediate count, and the final one right after. So the last
-          // unit of the burst queues it again.
-          if (this.#unitsRunning > 0) this.#statusDeferred = true;
-          else await this.#flushStatus();
-        } else if (key.startsWith("cfg/")) {
+        if (key.startsWith("cfg/")) {
           this.#syncConfigChanged(key.slice(4));
           await this.#enqueueSelected(key.slice(4));
-        } else if (key.startsWith("ns/")) {
-          this.#unitsRunning++;
-          try {
-            await this.#syncNamespace(key.slice(3), priority);
-          } finally {
-            if (--this.#unitsRunning === 0 && this.#statusDeferred) {
-              this.#statusDeferred = false;
-              this.queue.add("status", Priority.status);
-            }
-          }
-        }
+        } else if (key.startsWith("ns/")) await this.#syncNamespace(key.slice(3), priority);
       } catch (e) {
         // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
         log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
@@ -234,6 +227,7 @@ export class Controller {
   }
 
   async #intervalLoop(signal: AbortSignal): Promise<void> {
+    if (this.opts.reconcileIntervalMs <= 0) return; // passes turned off
     while (!signal.aborted) {
       await sleep(this.opts.reconcileIntervalMs, signal);
       if (signal.aborted) return;
@@ -251,14 +245,15 @@ export class Controller {
         if (this.#freshness.isFresh(ns.name, now)) unchanged++;
         else {
           pass.pending.add(ns.name);
+          this.#status.queued(this.#selectingConfigs(ns), ns.name);
           this.queue.add(`ns/${ns.name}`, Priority.interval);
         }
       }
       if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
       if (pass.pending.size === 0) this.#passDone();
       // Caches pick up what watches missed, but a status must be refreshed after a pass too.
-      for (const key of this.#compiled.keys()) this.#dirty.add(key);
-      this.queue.add("status", Priority.status);
+      for (const key of this.#compiled.keys()) this.#status.markDirty(key);
+      this.#kickStatus();
     }
   }
 
@@ -266,9 +261,10 @@ export class Controller {
     if (type === "deleted") {
       this.#freshness.forget(ns.name);
       this.#selection.forget(ns.name);
-      for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#dirty.add(cfgKey);
+      for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#status.markDirty(cfgKey);
       this.#retries.delete(`ns/${ns.name}`);
-      this.queue.add("status", Priority.status);
+      this.#status.finished(ns.name);
+      this.#kickStatus();
       return;
     }
     // Only what selection depends on matters; an annotation change costs nothing.
@@ -279,6 +275,8 @@ export class Controller {
   #namespaceChanged(name: string): void {
     this.#freshness.changedIn(name);
     if (this.#compiled.size === 0) return;
+    const ns = this.namespaces.get(name);
+    if (ns) this.#status.queued(this.#selectingConfigs(ns), name);
     this.queue.add(`ns/${name}`, Priority.namespace);
   }
 
@@ -312,6 +310,7 @@ export class Controller {
       this.#specChanged();
       this.#outcomes.delete(key);
       this.#changes.delete(key);
+      this.#status.forget(key);
       for (const state of ["synchronized", "deleted", "failed"]) {
         this.opts.metrics.items.remove({ syncconfig: key, state });
       }
@@ -331,12 +330,39 @@ export class Controller {
         for (const p of result.config.syncItems.concat().filter((i) => i.problem)) {
           log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
         }
+        this.#warnTemplatedDeletes(sc, result.config);
       }
     }
-    this.#dirty.add(key);
-    this.queue.add("status", Priority.status);
+    this.#status.markDirty(key);
+    this.#kickStatus();
     if (!entry.result.ok) this.#outcomes.delete(key);
     else if (!this.#outcomes.has(key)) this.#outcomes.set(key, new Map());
+  }
+
+  /**
+   * The Go espejo deletes a deleteItem's name as written; espejo replaces `${PROJECT_NAME}` in it, as in the other
+   * items. A deleteItem that was a dormant no-op there deletes objects here: said once per SyncConfig and process,
+   * in the log and as an Event on the SyncConfig.
+   */
+  #warnTemplatedDeletes(sc: SyncConfig, config: CompiledSyncConfig): void {
+    if (this.#warnedTemplates.has(config.uid)) return;
+    const templated = config.deleteItems.filter((d) => !d.problem && d.name.includes(PROJECT_NAME_PLACEHOLDER));
+    if (!templated.length) return;
+    this.#warnedTemplates.add(config.uid);
+    const fields = templated.map((d) => `.spec.deleteItems[${d.index}] (${d.kind} ${d.name})`).join(", ");
+    const message = `SyncConfig ${config.key}: ${fields}: \${PROJECT_NAME} is replaced by each namespace's name, so ` +
+      "these objects are deleted in every selected namespace; the Go espejo deleted the name as written (a no-op)";
+    log.warn("{message}", { syncConfig: config.key, message });
+    this.#events.emit(
+      {
+        namespace: config.namespace,
+        name: config.name,
+        uid: typeof sc.metadata?.uid === "string" ? sc.metadata.uid : "",
+      },
+      "Warning",
+      "TemplatedDeleteItems",
+      message,
+    );
   }
 
   /**
@@ -348,13 +374,20 @@ export class Controller {
     if (!entry?.result.ok) return;
     const { config } = entry.result;
     let n = 0;
-    for (const ns of [...this.namespaces.values()]) {
-      if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
-      if (this.#compiled.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
-      const byNs = this.#outcomes.get(key);
-      if (ns.phase === "Active" && config.selector.selects(ns)) {
-        this.queue.add(`ns/${ns.name}`, Priority.syncConfig);
-      } else if (byNs?.delete(ns.name)) this.#dirty.add(key);
+    this.#status.queueing(key, true);
+    try {
+      for (const ns of [...this.namespaces.values()]) {
+        if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
+        if (this.#compiled.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
+        const byNs = this.#outcomes.get(key);
+        if (ns.phase === "Active" && config.selector.selects(ns)) {
+          this.#status.queued([key], ns.name);
+          this.queue.add(`ns/${ns.name}`, Priority.syncConfig);
+        } else if (byNs?.delete(ns.name)) this.#status.markDirty(key);
+      }
+    } finally {
+      this.#status.queueing(key, false);
+      this.#kickStatus();
     }
   }
 
@@ -415,7 +448,7 @@ export class Controller {
       for (const [cfgKey, { result }] of compiled) {
         if (!result.ok) continue;
         if (selecting.has(cfgKey)) targeted.push(result.config);
-        else if (this.#outcomes.get(cfgKey)?.delete(name)) this.#dirty.add(cfgKey);
+        else if (this.#outcomes.get(cfgKey)?.delete(name)) this.#status.markDirty(cfgKey);
       }
       const results = await Promise.all(targeted.map((cfg) => this.#syncConfigInNamespace(cfg, name)));
       failed = false;
@@ -437,12 +470,13 @@ export class Controller {
             }
           });
           byNs.set(name, outcome);
-          this.#dirty.add(cfg.key);
+          this.#status.markDirty(cfg.key);
         }
       });
     } finally {
       // Whatever happened above, the unit ends: retries scheduled, metrics counted, the pass told.
-      if (this.#dirty.size) this.queue.add("status", Priority.status);
+      this.#status.finished(name);
+      this.#kickStatus();
       this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry && retryInMs === undefined, Date.now());
       const key = `ns/${name}`;
       if (retry || failed) {
@@ -453,8 +487,10 @@ export class Controller {
         this.#retries.delete(key);
         if (retryInMs !== undefined) this.queue.addAfter(key, Priority.namespace, retryInMs);
       }
+      const seconds = (performance.now() - started) / 1000;
       this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
-      this.opts.metrics.syncDuration.observe({ trigger }, (performance.now() - started) / 1000);
+      this.opts.metrics.syncDuration.observe({ trigger }, seconds);
+      this.opts.metrics.compat.reconciled(trigger, failed, seconds);
       // Whatever the trigger: a namespace event may have taken the pass's unit over.
       if (this.#pass?.pending.delete(name) && this.#pass.pending.size === 0) this.#passDone();
     }
@@ -603,10 +639,35 @@ export class Controller {
     }
   }
 
+  /** Asks the status writer to look for statuses that are ready (cheap; any number of calls become one flush). */
+  #kickStatus(): void {
+    this.#statusWanted = true;
+    this.#statusWake?.();
+  }
+
+  /**
+   * Writes statuses as their SyncConfigs' own work ends, one flush at a time, beside the workers: a status does not
+   * wait behind other SyncConfigs' units in the queue. Stops once `signal` aborted and the last kick is served.
+   */
+  async #statusLoop(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      if (!this.#statusWanted) await new Promise<void>((resolve) => (this.#statusWake = resolve));
+      this.#statusWake = undefined;
+      // Gathers the kicks of units finishing at about the same time into one flush.
+      await new Promise((r) => setTimeout(r, STATUS_GATHER_MS));
+      this.#statusWanted = false;
+      try {
+        await this.#flushStatus();
+      } catch (e) {
+        log.error("Unexpected error while writing statuses: {error}", { error: String(e) });
+      }
+      if (signal.aborted && !this.#statusWanted) return;
+    }
+  }
+
   /** Writes the status of every SyncConfig whose outcome changed, and only if it differs from what is stored. */
   async #flushStatus(): Promise<void> {
-    const keys = [...this.#dirty];
-    this.#dirty.clear();
+    const keys = this.#status.takeReady();
     const now = (this.opts.now?.() ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
     for (const key of keys) {
       const sc = this.syncConfigs.get(key);
@@ -647,8 +708,8 @@ export class Controller {
           syncConfig: key,
           error: String(e),
         });
-        this.#dirty.add(key);
-        this.queue.addAfter("status", Priority.status, 2_000);
+        this.#status.markDirty(key);
+        setTimeout(() => this.#kickStatus(), 2_000);
       }
     }
   }
@@ -656,6 +717,7 @@ export class Controller {
   #updateGauges(): void {
     const m = this.opts.metrics;
     m.queueDepth.set(this.queue.length());
+    m.compat.queueDepth(this.queue.length());
     m.cacheObjects.set({ cache: "namespaces" }, this.namespaces.size);
     m.cacheObjects.set({ cache: "syncconfigs" }, this.syncConfigs.size);
     for (const [cache, size] of Object.entries(this.#caches?.sizes() ?? {})) m.cacheObjects.set({ cache }, size);

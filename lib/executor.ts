@@ -68,7 +68,7 @@ function backoffDelayMs(attempts: number): number {
 type Fail = (e: unknown) => ItemResult;
 
 /** An item being written: `itemKey` names the SyncConfig generation and item, across namespaces. */
-type WriteRef = ItemRef & { itemKey: string };
+type WriteRef = ItemRef & { itemKey: string; resource: ResourceInfo };
 
 export class Executor {
   readonly #fights: FightBook;
@@ -183,7 +183,10 @@ export class Executor {
     const waiting = this.#backedOff(backoffKey, attempt);
     if (waiting) return waiting;
     const reason = verdict && !verdict.inSync ? verdict.reason : undefined;
-    const writing = this.#writeItem({ ...ref, itemKey }, resource, desired, observed, reason, fail);
+    const objectKey = `${ref.namespace}/${name}`;
+    this.caches.beginWrite(resource, objectKey);
+    const writing = this.#writeItem({ ...ref, itemKey, resource }, resource, desired, observed, reason, fail)
+      .finally(() => this.caches.endWrite(resource, objectKey));
     if (verdict && !verdict.inSync && verdict.unexplained && !this.#learning.has(itemKey)) {
       const learnt = writing.then(() => {}, () => {}).finally(() => this.#learning.delete(itemKey));
       this.#learning.set(itemKey, learnt);
@@ -253,7 +256,7 @@ export class Executor {
             objectPath(resource, ref.namespace, "").replace(/\/$/, ""),
             desired,
           );
-          this.#stored(cache, created, desired, ref.itemKey);
+          this.#stored(cache, created, desired, ref);
           this.hooks.onWrite?.("create");
           return { state: "synced", action: "create" };
         } catch (e) {
@@ -301,7 +304,7 @@ export class Executor {
     });
     try {
       const updated = await this.#write("PUT", path, body(base));
-      this.#stored(cache, updated, desired, ref.itemKey);
+      this.#stored(cache, updated, desired, ref);
       if (updated.metadata?.resourceVersion === base.resourceVersion) return { state: "synced", action: "none" };
       this.hooks.onWrite?.("update");
       return { state: "synced", action: "update", reason };
@@ -310,7 +313,7 @@ export class Executor {
         // Our cached copy was stale: read the current version once and try again.
         const current = await this.client.request<KubeObject>({ method: "GET", path });
         const updated = await this.#write("PUT", path, body(liveParts(current)));
-        this.#stored(cache, updated, desired, ref.itemKey);
+        this.#stored(cache, updated, desired, ref);
         this.hooks.onWrite?.("update");
         return { state: "synced", action: "update", reason };
       }
@@ -324,7 +327,7 @@ export class Executor {
         });
         cache.forget(`${ref.namespace}/${desired.metadata!.name}`);
         const created = await this.#createWhenGone(path.slice(0, path.lastIndexOf("/")), desired);
-        this.#stored(cache, created, desired, ref.itemKey);
+        this.#stored(cache, created, desired, ref);
         this.hooks.onWrite?.("recreate");
         return {
           state: "synced",
@@ -423,7 +426,13 @@ export class Executor {
    * server made of the desired object (see lib/drift.ts). The watch event of our own write carries the same version
    * and is not reported again. What the server added to it is remembered for the item (see {@link extrasOf}).
    */
-  #stored(cache: Reflector<CachedObject>, written: KubeObject, desired: KubeObject, itemKey: string): void {
+  #stored(cache: Reflector<CachedObject>, written: KubeObject, desired: KubeObject, ref: WriteRef): void {
+    const itemKey = ref.itemKey;
+    this.caches.ownVersion(
+      ref.resource,
+      `${ref.namespace}/${written.metadata?.name}`,
+      written.metadata?.resourceVersion ?? "",
+    );
     cache.upsert(written);
     const hash = desired.metadata?.annotations?.[HASH_ANNOTATION];
     const stored = cache.get(`${written.metadata?.namespace}/${written.metadata?.name}`);

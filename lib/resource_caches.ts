@@ -79,6 +79,8 @@ interface Running<T> {
 export class ResourceCaches {
   readonly #managed = new Map<string, Running<CachedObject>>();
   readonly #existing = new Map<string, Running<ExistingObject>>();
+  /** Objects our own write is under way for: the versions that write produced, and the last version seen. */
+  readonly #writing = new Map<string, { ours: Set<string>; seen?: string }>();
 
   constructor(
     private readonly client: KubeClient,
@@ -98,13 +100,42 @@ export class ResourceCaches {
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           return decodeManaged(raw, previous, wanted);
         },
-        onChange: (_t, _obj, _old, key) => cache.hasSynced && this.events.onManagedChange?.(namespaceOf(key)),
+        onChange: (_t, obj, _old, key) => {
+          if (!cache.hasSynced) return;
+          const writing = this.#writing.get(`${resourceKey(r)}|${key}`);
+          if (writing) writing.seen = obj.resourceVersion;
+          else this.events.onManagedChange?.(namespaceOf(key));
+        },
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
       });
       cache.run(stop);
       return cache;
     });
+  }
+
+  /**
+   * Our own write of `objectKey` (namespace/name) begins. Its watch echo must not cause another sync of the
+   * namespace (a unit that finds nothing to do, and would reset the count of what the last one deleted); a change
+   * by someone else meanwhile still must. {@link endWrite} tells them apart by version.
+   */
+  beginWrite(r: ResourceInfo, objectKey: string): void {
+    this.#writing.set(`${resourceKey(r)}|${objectKey}`, { ours: new Set() });
+  }
+
+  /** Our write produced this version of the object. */
+  ownVersion(r: ResourceInfo, objectKey: string, resourceVersion: string): void {
+    this.#writing.get(`${resourceKey(r)}|${objectKey}`)?.ours.add(resourceVersion);
+  }
+
+  /** Our write ended: a version seen meanwhile that it did not produce is reported as a change. */
+  endWrite(r: ResourceInfo, objectKey: string): void {
+    const key = `${resourceKey(r)}|${objectKey}`;
+    const writing = this.#writing.get(key);
+    this.#writing.delete(key);
+    if (writing?.seen !== undefined && !writing.ours.has(writing.seen)) {
+      this.events.onManagedChange?.(namespaceOf(objectKey));
+    }
   }
 
   /** The metadata cache of every object of resource `r`, started if needed. */

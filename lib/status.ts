@@ -28,6 +28,9 @@ export interface Outcome {
 
 const CONDITION_ORDER = ["Ready", "Errored", "Invalid"];
 
+/** Conditions of types espejo does not own (another tool's, a human's) are kept as they are, after espejo's. */
+const foreign = (conditions: Condition[]) => conditions.filter((c) => !CONDITION_ORDER.includes(c.type));
+
 function condition(
   previous: Condition[],
   type: string,
@@ -56,6 +59,7 @@ export function invalidStatus(previous: SyncConfigStatus | undefined, message: s
     condition(prev, "Ready", "False", Reasons.failed, "Synchronization failed", now),
     condition(prev, "Invalid", "True", Reasons.invalid, message, now),
     ...prev.filter((c) => c.type === "Errored"),
+    ...foreign(prev),
   ];
   return sortConditions({ synchronizedItemCount: 0, deletedItemCount: 0, failedItemCount: 0, conditions });
 }
@@ -89,6 +93,7 @@ export function syncedStatus(previous: SyncConfigStatus | undefined, o: Outcome,
   if (prev.some((c) => c.type === "Invalid")) {
     conditions.push(condition(prev, "Invalid", "False", Reasons.valid, "The spec is valid", now));
   }
+  conditions.push(...foreign(prev));
   return sortConditions({
     synchronizedItemCount: o.synced,
     deletedItemCount: o.deleted,
@@ -98,7 +103,9 @@ export function syncedStatus(previous: SyncConfigStatus | undefined, o: Outcome,
 }
 
 function sortConditions(s: SyncConfigStatus): SyncConfigStatus {
-  s.conditions?.sort((a, b) => CONDITION_ORDER.indexOf(a.type) - CONDITION_ORDER.indexOf(b.type));
+  // Foreign conditions go last, in their own order (sort is stable).
+  const rank = (c: Condition) => CONDITION_ORDER.includes(c.type) ? CONDITION_ORDER.indexOf(c.type) : 99;
+  s.conditions?.sort((a, b) => rank(a) - rank(b));
   return s;
 }
 

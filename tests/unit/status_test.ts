@@ -259,3 +259,20 @@ Deno.test("syncedStatus always yields one Ready condition, Errored exactly per e
     }),
   );
 });
+
+Deno.test("syncedStatus and invalidStatus keep conditions of types espejo does not own", () => {
+  const theirs = {
+    type: "Audited",
+    status: "True",
+    reason: "PolicyChecked",
+    message: "checked by a policy engine",
+    lastTransitionTime: "2024-01-01T00:00:00Z",
+  };
+  const previous = { conditions: [theirs] } as SyncConfigStatus;
+  const synced = syncedStatus(previous, outcome(1, 0, 0), T1);
+  assert.deepEqual(synced.conditions?.map((c) => c.type), ["Ready", "Audited"]);
+  assert.deepEqual(synced.conditions?.at(-1), theirs);
+  const invalid = invalidStatus(synced, "SyncConfig a/b: bad", T2);
+  assert.deepEqual(invalid.conditions?.map((c) => c.type), ["Ready", "Invalid", "Audited"]);
+  assert.deepEqual(invalid.conditions?.at(-1), theirs);
+});
