@@ -35,6 +35,12 @@ async function main(): Promise<number> {
     kubeApiBurst: config.kubeApiBurst,
     concurrentSyncs: config.concurrentSyncs,
   });
+  if (config.ignoredArgs.length) {
+    log.warn("Ignoring positional arguments {args}: espejo takes flags only", { args: config.ignoredArgs.join(" ") });
+  }
+  if (config.reconcileIntervalMs === 0) {
+    log.info("--reconcile-interval is 0: no interval passes, only events cause syncs (as in the Go espejo)");
+  }
   if (!config.watchNamespace) {
     log.warn(
       "WATCH_NAMESPACE is empty: SyncConfigs are read from all namespaces, so anyone who can create a SyncConfig in " +
@@ -50,6 +56,7 @@ async function main(): Promise<number> {
     return 1;
   }
   const metrics = new Metrics(true);
+  metrics.compat.host = new URL(clientOptions.server).host;
   const client = new HttpKubeClient({
     ...clientOptions,
     qps: config.kubeApiQps,
@@ -87,10 +94,10 @@ async function main(): Promise<number> {
       leaseDurationMs: config.leaseDurationMs,
       renewDeadlineMs: config.renewDeadlineMs,
       retryPeriodMs: config.retryPeriodMs,
-      onChange: (leader) => metrics.isLeader.set(leader ? 1 : 0),
+      onChange: (leader) => metrics.setLeader(leader),
     });
   } else {
-    metrics.isLeader.set(1);
+    metrics.setLeader(true);
   }
 
   const controller = new Controller({

@@ -23,6 +23,8 @@ export interface Config {
   kubeApiBurst: number;
   concurrentSyncs: number;
   watchNamespace: string;
+  /** Positional arguments, which are ignored (the Go espejo ignores them too). */
+  ignoredArgs: string[];
 }
 
 export interface ListenAddr {
@@ -39,7 +41,8 @@ export function parseListenAddr(text: string): ListenAddr | undefined {
     throw new InvalidArgumentError(`"${text}" is not an address: use host:port, :port, or 0 to disable`);
   }
   const host = m[1].replace(/^\[|\]$/g, "");
-  return { hostname: host || "0.0.0.0", port };
+  // No host: every address, IPv6 and IPv4 (Go listens dual-stack on ":port"); see lib/http_server.ts.
+  return { hostname: host || "::", port };
 }
 
 /** A Go duration in milliseconds; zero is refused unless `zeroAllowed`, negative always. */
@@ -76,9 +79,10 @@ export function buildCommand(version: string): Command {
     .addOption(
       new Option(
         "--reconcile-interval <duration>",
-        "how often every SyncConfig is synced against every namespace (Go duration: 10s, 1m30s)",
+        "how often every SyncConfig is synced against every namespace (Go duration: 10s, 1m30s); 0 turns the " +
+          "passes off (events only, as in the Go espejo)",
       )
-        .default(10_000, "10s").argParser(duration),
+        .default(10_000, "10s").argParser(durationOrZero),
     )
     .addOption(
       new Option(
@@ -151,7 +155,9 @@ export function buildCommand(version: string): Command {
           return n;
         }),
     )
-    .allowExcessArguments(false);
+    // pflag leaves positional arguments to the program, and the Go espejo ignores them: so do we (with a warning).
+    .argument("[ignored...]")
+    .allowExcessArguments(true);
 }
 
 const TRUE_SPELLINGS = new Set(["1", "t", "T", "TRUE", "true", "True"]);
@@ -245,5 +251,6 @@ export function parseConfig(
     kubeApiBurst: o.kubeApiBurst,
     concurrentSyncs: o.concurrentSyncs,
     watchNamespace,
+    ignoredArgs: cmd.args,
   };
 }

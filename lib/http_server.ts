@@ -9,8 +9,23 @@ export interface Probes {
   unhealthy(): string | undefined;
 }
 
+/**
+ * Serves on `addr`. `::` (from `:port`) accepts IPv6 and IPv4 alike, as Go does; where the kernel has no IPv6, it
+ * falls back to every IPv4 address.
+ */
+function serve(addr: ListenAddr, signal: AbortSignal, handler: Deno.ServeHandler): Deno.HttpServer {
+  const options = { port: addr.port, signal, onListen: () => {} };
+  if (addr.hostname !== "::") return Deno.serve({ ...options, hostname: addr.hostname }, handler);
+  try {
+    return Deno.serve({ ...options, hostname: "::" }, handler);
+  } catch (e) {
+    if (e instanceof Deno.errors.AddrInUse || e instanceof Deno.errors.PermissionDenied) throw e;
+    return Deno.serve({ ...options, hostname: "0.0.0.0" }, handler);
+  }
+}
+
 export function serveMetrics(addr: ListenAddr, metrics: Metrics, signal: AbortSignal): Deno.HttpServer {
-  return Deno.serve({ hostname: addr.hostname, port: addr.port, signal, onListen: () => {} }, async (req) => {
+  return serve(addr, signal, async (req) => {
     if (new URL(req.url).pathname !== "/metrics") return new Response("not found\n", { status: 404 });
     return new Response(await metrics.registry.metrics(), {
       headers: { "content-type": metrics.registry.contentType },
@@ -19,7 +34,7 @@ export function serveMetrics(addr: ListenAddr, metrics: Metrics, signal: AbortSi
 }
 
 export function serveProbes(addr: ListenAddr, probes: Probes, signal: AbortSignal): Deno.HttpServer {
-  return Deno.serve({ hostname: addr.hostname, port: addr.port, signal, onListen: () => {} }, (req) => {
+  return serve(addr, signal, (req) => {
     const path = new URL(req.url).pathname;
     if (path === "/healthz") {
       const problem = probes.unhealthy();

@@ -100,18 +100,22 @@ export class Reflector<T> {
     this.#store.delete(key);
   }
 
-  /** Runs until `signal` aborts. */
+  /**
+   * Runs until `signal` aborts. Failures back off exponentially with jitter (0.8 s doubling to 30 s, as client-go's
+   * reflector does); only a healthy watch (one that delivered an event or stayed open for a while) resets it, so an
+   * API server outage costs a request every 30 s per resource, not several a second.
+   */
   async run(signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
       try {
         if (!this.#resourceVersion) await this.#list(signal);
-        failures = 0;
         const started = Date.now();
         const events = await this.#watch(signal);
         this.lastError = undefined;
+        if (events > 0 || Date.now() - started >= HEALTHY_WATCH_MS) failures = 0;
         // A watch that the server (or a proxy) closes at once, again and again, must not become a busy loop.
-        if (events === 0 && Date.now() - started < 1000) await sleep(backoffMs(++failures), signal);
+        else await sleep(backoffMs(++failures), signal);
       } catch (e) {
         if (signal.aborted) return;
         if (isGone(e)) {
@@ -252,9 +256,12 @@ export class Reflector<T> {
   }
 }
 
-/** Jittered exponential backoff: 0.5s, 1s, 2s, ... capped at 30s, each +-20%. */
+/** A watch open this long without an error counts as healthy, even with no event (a quiet resource). */
+const HEALTHY_WATCH_MS = 10_000;
+
+/** Jittered exponential backoff: 0.8 s, 1.6 s, 3.2 s, ... capped at 30 s, each +-20%. */
 export function backoffMs(failures: number): number {
-  const base = Math.min(30_000, 500 * 2 ** Math.max(0, failures - 1));
+  const base = Math.min(30_000, 800 * 2 ** Math.max(0, failures - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
