@@ -5,15 +5,15 @@
 ARG DENO_VERSION=2.9.6
 FROM denoland/deno:${DENO_VERSION} AS build
 WORKDIR /src
-COPY deno.json deno.lock ./
+COPY deno.json deno.lock deno.permissions ./
 COPY main.ts ./
 COPY lib ./lib
 # Only what the controller needs: network, environment (KUBECONFIG, WATCH_NAMESPACE, ...), reading the service
 # account token and kubeconfig, and the hostname (for the leader election identity). V8's optimize-for-size keeps
 # the heap close to the live data (about 100 MiB resident at 20,000 cached objects instead of 150-180 MiB after a
 # burst), for some extra CPU in bursts; the flag is built into the binary.
-RUN deno compile --allow-net --allow-env --allow-read --allow-sys=hostname,osRelease,uid,gid \
-      --v8-flags=--optimize-for-size --output /out/espejo main.ts
+# The permission set lives in deno.permissions, which the process tests run main.ts with too.
+RUN deno compile $(cat deno.permissions) --v8-flags=--optimize-for-size --output /out/espejo main.ts
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/espejo /usr/local/bin/espejo

@@ -24,6 +24,7 @@ import { aboutSyncConfig } from "../tests/integration/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
+import { espejoPermissions } from "../tests/testenv/permissions.ts";
 
 const M = 5;
 const K = ITEMS_PER_CONFIG;
@@ -74,7 +75,7 @@ class ControllerProcess {
   async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
     const args = [
       "run",
-      "--allow-all",
+      ...espejoPermissions(),
       "--v8-flags=--optimize-for-size", // as the Dockerfile compiles it
       join(repoRoot, "main.ts"),
       "--kubeconfig",

@@ -5,13 +5,14 @@ import { repoRoot } from "../testenv/build.ts";
 import { createServiceAccount, freePorts, kubeconfigYaml } from "../testenv/controlplane.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
+import { espejoPermissions } from "../testenv/permissions.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const mainTs = join(repoRoot, "main.ts");
 
 async function runMain(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", mainTs, ...args],
+    args: ["run", ...espejoPermissions(), mainTs, ...args],
     env,
     stdout: "piped",
     stderr: "piped",
@@ -60,11 +61,11 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        "--allow-all",
+        ...espejoPermissions(),
         mainTs,
         "--kubeconfig",
         kubeconfig,
-        `--metrics-addr=127.0.0.1:${metricsPort}`,
+        `--metrics-addr=:${metricsPort}`, // every address, IPv6 and IPv4, as the Go espejo listens
         `--health-addr=127.0.0.1:${healthPort}`,
         "--reconcile-interval=1s",
         "--log-format=json",
@@ -91,13 +92,19 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
         const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
         return /espejo_object_writes_total\{action="create"\} 1/.test(text) ? text : undefined;
       });
+      // `:port` is dual-stack: the same endpoint answers on IPv6 loopback (IPv6-only clusters probe that way).
+      const v6 = await fetch(`http://[::1]:${metricsPort}/metrics`);
+      assert.equal(v6.status, 200);
+      assert.match(await v6.text(), /espejo_object_writes_total/);
       assert.match(metrics, /espejo_api_requests_total\{verb="POST",resource="configmaps",code="201"\} 1/);
       assert.match(metrics, /process_resident_memory_bytes/);
       assert.match(metrics, /espejo_syncs_total\{trigger="syncconfig",result="success"\} [1-9]/);
       // Every metric the README documents is served.
       const readme = await Deno.readTextFile(join(repoRoot, "README.md"));
-      const documented = [...readme.matchAll(/^\| `(espejo_[a-z_]+)/gm)].map((m) => m[1]);
-      assert.ok(documented.length >= 10, "the README lists the metrics");
+      const documented = [
+        ...readme.matchAll(/^\| `((?:espejo|controller_runtime|workqueue|rest_client|leader_election)_[a-z_]+)/gm),
+      ].map((m) => m[1]);
+      assert.ok(documented.length >= 18, "the README lists the metrics, the Go espejo's names among them");
       for (const name of documented) assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), `${name} is served`);
     } finally {
       const sentAt = Date.now();
@@ -114,4 +121,14 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
     admin.close();
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("The shipped binary and the process tests use one permission set", () => {
+  const flags = espejoPermissions();
+  assert.ok(flags.length > 0 && flags.every((f) => f.startsWith("--allow-")), flags.join(" "));
+  assert.ok(!flags.includes("--allow-all") && !flags.includes("-A"), "least privilege, not everything");
+  const dockerfile = Deno.readTextFileSync(join(repoRoot, "Dockerfile"));
+  assert.match(dockerfile, /deno compile \$\(cat deno\.permissions\)/, "the Dockerfile compiles with the set");
+  const tasks = JSON.parse(Deno.readTextFileSync(join(repoRoot, "deno.json"))).tasks as Record<string, string>;
+  assert.match(tasks.compile, /\$\(cat deno\.permissions\)/, "deno task compile uses the set");
 });
