@@ -4,6 +4,7 @@
  */
 import client from "prom-client";
 import type { ResponseObserver } from "./kube/client.ts";
+import { ControllerRuntimeMetrics } from "./metrics_compat.ts";
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -87,6 +88,9 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** The controller-runtime names of some of these, for the Go espejo's dashboards. */
+  readonly compat = new ControllerRuntimeMetrics(this.registry);
+
   constructor(defaultMetrics = false) {
     if (defaultMetrics) client.collectDefaultMetrics({ register: this.registry });
   }
@@ -96,7 +100,14 @@ export class Metrics {
     const { resource, named } = resourceOfPath(path);
     const verb = watch ? "WATCH" : method === "GET" && !named ? "LIST" : method;
     this.apiRequests.inc({ verb, resource, code: String(code) });
+    this.compat.response(method, code);
   };
+
+  /** This process may write (or may not), in both the espejo and the controller-runtime gauge. */
+  setLeader(isLeader: boolean): void {
+    this.isLeader.set(isLeader ? 1 : 0);
+    this.compat.leader(isLeader);
+  }
 }
 
 /** `configmaps` and whether a name follows, from `/api/v1/namespaces/x/configmaps/y`. */

@@ -69,3 +69,47 @@ Deno.test("A failing item produces one aggregated Warning event, not one per pas
     admin.close();
   }
 });
+
+Deno.test("A deleteItem with ${PROJECT_NAME} in its name is warned about once, in an Event", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("tmpl");
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 500 });
+  try {
+    await createNamespace(admin, ns);
+    await admin.request({
+      method: "POST",
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `legacy-${ns}` } },
+    });
+    await createSyncConfig(admin, cfgNs, "templated", {
+      namespaceSelector: { matchNames: [ns] },
+      deleteItems: [
+        { apiVersion: "v1", kind: "ConfigMap", name: "plain" },
+        { apiVersion: "v1", kind: "ConfigMap", name: "legacy-${PROJECT_NAME}" },
+      ],
+    });
+    const warning = await eventually(
+      async () => (await eventsOf(admin, cfgNs, "templated")).find((e) => e.reason === "TemplatedDeleteItems"),
+      20_000,
+      "the TemplatedDeleteItems event",
+    );
+    assert.equal(warning.type, "Warning");
+    assert.match(warning.message, /\.spec\.deleteItems\[1\] \(ConfigMap legacy-\$\{PROJECT_NAME\}\)/);
+    assert.doesNotMatch(warning.message, /deleteItems\[0\]/, "only the templated one is named");
+    // Passes go on (every 500 ms), the warning is not repeated.
+    const passes = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" });
+    await eventually(
+      async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" })) >= passes + 3,
+      20_000,
+      "three more passes",
+    );
+    const events = (await eventsOf(admin, cfgNs, "templated")).filter((e) => e.reason === "TemplatedDeleteItems");
+    assert.equal(events.length, 1);
+    assert.equal(events[0].count ?? 1, 1);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
