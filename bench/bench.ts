@@ -23,6 +23,7 @@ import { AuditTail, countBy, percentile } from "./audit_tail.ts";
 import { aboutSyncConfig } from "../tests/integration/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
+import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { espejoPermissions } from "../tests/testenv/permissions.ts";
 
@@ -33,8 +34,15 @@ const SC_API = `/apis/sync.appuio.ch/v1alpha1/namespaces/${CONFIG_NS}/syncconfig
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { sizes: { type: "string", default: "100,300,1000" }, samples: { type: "string", default: "100" } },
+  options: {
+    sizes: { type: "string", default: "100,300,1000" },
+    samples: { type: "string", default: "100" },
+    // Run the controller inside the Go espejo's container limits (cgroup v1: memory 100Mi, CPU 300m; needs root).
+    limits: { type: "boolean", default: false },
+  },
 });
+const LIMIT_MEMORY = 100 * 2 ** 20;
+const LIMIT_CPU = 0.3;
 const sizes = values.sizes!.split(",").map(Number);
 const samples = Number(values.samples);
 
@@ -65,11 +73,13 @@ async function pool<T>(items: T[], concurrency: number, fn: (t: T) => Promise<un
 /** The controller as a process, with its /metrics. */
 class ControllerProcess {
   child!: Deno.ChildProcess;
+  readonly memory = new MemorySampler();
   constructor(
     readonly kubeconfig: string,
     readonly metricsPort: number,
     readonly healthPort: number,
     readonly logFile: string,
+    readonly cgroup?: Cgroup,
   ) {}
 
   async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
@@ -90,11 +100,13 @@ class ControllerProcess {
     ];
     // The shell sends the log straight to a file: nothing in this process has to keep a pipe drained.
     const quoted = [Deno.execPath(), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+    const enter = this.cgroup ? `${this.cgroup.enterCommand()} && ` : "";
     this.child = new Deno.Command("sh", {
-      args: ["-c", `exec ${quoted} >>'${this.logFile}' 2>&1`],
+      args: ["-c", `${enter}exec ${quoted} >>'${this.logFile}' 2>&1`],
       env: { WATCH_NAMESPACE: CONFIG_NS },
       stdin: "null",
     }).spawn();
+    this.memory.start(this.child.pid);
     await until("controller ready", async () => {
       try {
         return (await fetch(`http://127.0.0.1:${this.healthPort}/readyz`)).status === 200;
@@ -109,6 +121,7 @@ class ControllerProcess {
   }
 
   async stop(): Promise<void> {
+    this.memory.stop();
     this.child.kill("SIGTERM");
     await this.child.status;
   }
@@ -275,6 +288,7 @@ async function statusSynced(admin: HttpKubeClient, name: string): Promise<number
 }
 
 async function runSize(N: number): Promise<SizeResult> {
+  let cgroup: Cgroup | undefined;
   log(`N=${N}: starting a control plane`);
   const cp = await ControlPlane.start({ audit: true, log: () => {} });
   const dir = await Deno.makeTempDir({ prefix: "espejo-bench-" });
@@ -285,7 +299,8 @@ async function runSize(N: number): Promise<SizeResult> {
     const kubeconfig = join(dir, "kubeconfig");
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
     const [metricsPort, healthPort] = await freePorts(2);
-    const ctl = new ControllerProcess(kubeconfig, metricsPort, healthPort, join(dir, "controller.log"));
+    cgroup = values.limits ? await Cgroup.create("espejo-bench", LIMIT_MEMORY, LIMIT_CPU) : undefined;
+    const ctl = new ControllerProcess(kubeconfig, metricsPort, healthPort, join(dir, "controller.log"), cgroup);
     const audit = new AuditTail(cp.auditLogPath);
 
     log(`N=${N}: creating ${N} namespaces and ${M} SyncConfigs`);
@@ -378,6 +393,8 @@ async function runSize(N: number): Promise<SizeResult> {
       namespaces: total,
     };
 
+    // Peak memory of phase 1: the initial convergence and the new SyncConfig's burst.
+    const convergencePeak = { anonMiB: ctl.memory.peakAnonKiB / 1024, rssMiB: ctl.memory.peakRssKiB / 1024 };
     // (f) memory once converged, after 30 s at rest: V8 gives memory back to the system only when idle for a while.
     await sleep(30_000);
     const fMetrics = await ctl.metrics();
@@ -397,6 +414,7 @@ async function runSize(N: number): Promise<SizeResult> {
     await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
     await quiet(ctl, 300);
     const g = { byVerb: verbs(byIdentity(await audit.read(), identity)) };
+    const restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
 
     log(`N=${N}: (b) one full-compare pass`);
     const full = await measurePass(ctl, audit, identity, interval);
@@ -439,7 +457,13 @@ async function runSize(N: number): Promise<SizeResult> {
     log(`N=${N}: (c) idle latency once more, as a cluster admin (no RBAC escalation checks)`);
     const adminKubeconfig = join(dir, "admin-kubeconfig");
     await Deno.writeTextFile(adminKubeconfig, kubeconfigYaml(cp.server, cp.caPem, cp.admin));
-    const asAdmin = new ControllerProcess(adminKubeconfig, metricsPort, healthPort, join(dir, "controller.log"));
+    const asAdmin = new ControllerProcess(
+      adminKubeconfig,
+      metricsPort,
+      healthPort,
+      join(dir, "controller.log"),
+      cgroup,
+    );
     await asAdmin.start(3600);
     await until(
       "restart syncs done",
@@ -473,14 +497,27 @@ async function runSize(N: number): Promise<SizeResult> {
       e,
       f,
       g,
+      h: cgroup
+        ? {
+          memoryLimitMiB: LIMIT_MEMORY / 2 ** 20,
+          cpuQuota: LIMIT_CPU,
+          peakAnonMiB: convergencePeak.anonMiB,
+          peakRssMiB: convergencePeak.rssMiB,
+          restartPeakAnonMiB,
+          cgroupPeakMiB: (await cgroup.peakBytes()) / 2 ** 20,
+          oomKills: await cgroup.oomKills(),
+        }
+        : undefined,
     };
   } catch (e) {
     const tail = await Deno.readTextFile(join(dir, "controller.log")).catch(() => "");
     console.error(`bench: failed at N=${N}; last controller log lines:\n${tail.split("\n").slice(-15).join("\n")}`);
+    if (cgroup) console.error(`bench: OOM kills in the cgroup: ${await cgroup.oomKills()}`);
     throw e;
   } finally {
     admin.close();
     await cp.stop();
+    await cgroup?.remove();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
@@ -489,7 +526,7 @@ const results: SizeResult[] = [];
 for (const n of sizes) results.push(await runSize(n));
 const meta = {
   date: new Date().toISOString(),
-  command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}`,
+  command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}${values.limits ? " --limits" : ""}`,
   cpus: navigator.hardwareConcurrency,
 };
 const outDir = join(repoRoot, "bench", "results");

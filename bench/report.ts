@@ -1,4 +1,5 @@
 /** Renders benchmark results as a Markdown table (with the targets) and an SVG chart of latencies. */
+import type { LimitFigures } from "./limits.ts";
 
 export interface Latency {
   n: number;
@@ -26,6 +27,8 @@ export interface SizeResult {
   e: { writes: number; byVerb: Record<string, number>; namespaces: number };
   f: { rssMiB: number; anonMiB: number; fileMiB: number; managedObjects: number };
   g: { byVerb: Record<string, number> };
+  /** With `--limits`: the controller ran inside the Go espejo's container limits. */
+  h?: LimitFigures & { restartPeakAnonMiB: number };
 }
 
 export interface PassFigures {
@@ -145,6 +148,30 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
       (r.g.byVerb.patch ?? 0);
     return `${verbs(r.g.byVerb)} ${mark(writes === 0)}`;
   });
+  if (results.some((r) => r.h)) {
+    const h = (cell: (h: NonNullable<SizeResult["h"]>) => string) => (r: SizeResult) => (r.h ? cell(r.h) : "n/a");
+    row(
+      "(h) inside 100Mi / 300m: OOM kills",
+      "0",
+      h((x) => `${x.oomKills} ${mark(x.oomKills === 0)}`),
+    );
+    row(
+      "(h) peak anonymous memory during convergence (M configs, then a new one)",
+      "< 64 MiB",
+      h((x) => `${x.peakAnonMiB.toFixed(0)} MiB ${mark(x.peakAnonMiB < 64)}`),
+    );
+    row("(h) peak anonymous memory during a restart", "", h((x) => `${x.restartPeakAnonMiB.toFixed(0)} MiB`));
+    row(
+      "(h) peak resident (VmHWM) / cgroup peak usage",
+      "",
+      h((x) => `${x.peakRssMiB.toFixed(0)} MiB / ${x.cgroupPeakMiB.toFixed(0)} MiB`),
+    );
+    row(
+      "(h) resident memory at rest",
+      "< 96 MiB",
+      (r) => (r.h ? `${r.f.rssMiB.toFixed(0)} MiB ${mark(r.f.rssMiB < 96)}` : "n/a"),
+    );
+  }
   row(
     "initial convergence (M configs)",
     "",

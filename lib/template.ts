@@ -9,9 +9,8 @@ export function renderTemplate<T>(value: T, projectName: string): T {
   if (typeof value === "string") return value.replaceAll(PROJECT_NAME_PLACEHOLDER, projectName) as T;
   if (Array.isArray(value)) return value.map((v) => renderTemplate(v, projectName)) as T;
   if (value && typeof value === "object") {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = renderTemplate(v, projectName);
-    return out as T;
+    // fromEntries defines own properties: a key "__proto__" (valid JSON) stays a key instead of a prototype.
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplate(v, projectName)])) as T;
   }
   return value;
 }

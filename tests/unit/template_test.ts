@@ -134,3 +134,12 @@ Deno.test("renderTemplate keeps a ConfigMap data key named __proto__ as data", (
   assert.deepEqual(Object.keys(out.data), ["__proto__", "a"]);
   assert.equal(JSON.stringify(out), `{"data":{"__proto__":"ns","a":"b"}}`);
 });
+
+Deno.test("renderTemplate keeps a key named __proto__ as a key, not a prototype", () => {
+  const item = JSON.parse('{"data": {"__proto__": "${PROJECT_NAME}", "a": "b"}}');
+  const out = renderTemplate(item, "team") as { data: Record<string, unknown> };
+  assert.ok(Object.hasOwn(out.data, "__proto__"));
+  assert.equal(Object.getOwnPropertyDescriptor(out.data, "__proto__")?.value, "team");
+  assert.equal(Object.getPrototypeOf(out.data), Object.prototype);
+  assert.equal(JSON.stringify(out), '{"data":{"__proto__":"team","a":"b"}}');
+});
