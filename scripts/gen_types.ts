@@ -11,15 +11,33 @@ const outPath = new URL("../lib/types/syncconfig.ts", import.meta.url);
 // deno-lint-ignore no-explicit-any
 type Schema = any;
 
-/** Embedded resources become plain objects; json-schema-to-typescript does not know the Kubernetes extensions. */
+/** Validation keywords TypeScript cannot express; they are listed in the JSDoc so that writers of the value see them. */
+const CONSTRAINTS = ["format", "minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems"];
+
+/** `@keyword value` lines for the constraints of `s`. A `*\/` in a pattern becomes the equivalent `*\\/`, so that it
+ * cannot end the comment. */
+function constraintTags(s: Schema): string[] {
+  return CONSTRAINTS.filter((k) => s[k] !== undefined).map((k) =>
+    `@${k} ${k === "pattern" ? String(s[k]).replaceAll("*/", "*\\/") : s[k]}`
+  );
+}
+
+/**
+ * Embedded resources become plain objects; json-schema-to-typescript does not know the Kubernetes extensions.
+ * Constraints go into the description, which becomes the JSDoc.
+ */
 function normalize(s: Schema): Schema {
   if (Array.isArray(s)) return s.map(normalize);
   if (s && typeof s === "object") {
     const out: Schema = {};
     for (const [k, v] of Object.entries(s)) {
       if (k.startsWith("x-kubernetes-")) continue;
-      out[k] = normalize(v);
+      out[k] = k === "properties"
+        ? Object.fromEntries(Object.entries(v as Schema).map(([p, x]) => [p, normalize(x)]))
+        : normalize(v);
     }
+    const tags = typeof s.type === "string" ? constraintTags(s) : [];
+    if (tags.length) out.description = [out.description, ...tags].filter(Boolean).join("\n");
     const opaque = out.type === "object" && !out.properties && out.additionalProperties === undefined;
     if (s["x-kubernetes-preserve-unknown-fields"] || opaque) out.additionalProperties = true;
     else if (out.type === "object" && out.properties && out.additionalProperties === undefined) {

@@ -88,6 +88,8 @@ export interface SyncConfig {
     };
     /**
      * SyncItems lists items to be synced to targeted namespaces
+     *
+     * Items: A Kubernetes object with apiVersion, kind and metadata; its other fields are kept as written
      */
     syncItems?: {
       [k: string]: unknown;
@@ -100,28 +102,56 @@ export interface SyncConfig {
     /**
      * Conditions contain the states of the SyncConfig. A SyncConfig is considered Ready when at least one item has been synced.
      *
-     * Items: SyncConfigCondition describes a status condition of a SyncConfig
+     * Items: A condition (metav1.Condition) describing one aspect of the SyncConfig's state
      */
     conditions?: {
-      lastTransitionTime?: string;
-      message?: string;
-      reason?: string;
-      status: string;
       /**
-       * SyncConfigConditionType identifies the type of a condition. The type is unique in the Status field.
+       * When the condition last changed from one status to another
+       * @format date-time
+       */
+      lastTransitionTime: string;
+      /**
+       * Human readable details about the last transition; may be empty
+       * @maxLength 32768
+       */
+      message: string;
+      /**
+       * The .metadata.generation the condition was computed for
+       * @format int64
+       * @minimum 0
+       */
+      observedGeneration?: number;
+      /**
+       * Programmatic CamelCase identifier of the reason for the last transition; never empty
+       * @minLength 1
+       * @maxLength 1024
+       * @pattern ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$
+       */
+      reason: string;
+      /**
+       * The status of the condition
+       */
+      status: "True" | "False" | "Unknown";
+      /**
+       * The type of the condition, CamelCase or prefixed by a DNS subdomain (foo.example.com/CamelCase); Ready, Errored or Invalid for SyncConfigs
+       * @maxLength 316
+       * @pattern ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$
        */
       type: string;
     }[];
     /**
      * DeletedItemCount holds the accumulated number of deleted objects from targeted namespaces. Inexisting items do not get counted.
+     * @format int64
      */
     deletedItemCount: number;
     /**
      * FailedItemCount holds the accumulated number of objects that could not be created, updated or deleted. Inexisting items do not get counted.
+     * @format int64
      */
     failedItemCount: number;
     /**
      * SynchronizedItemCount holds the accumulated number of created or updated objects in the targeted namespaces.
+     * @format int64
      */
     synchronizedItemCount: number;
   };
