@@ -43,7 +43,18 @@ function condition(
   const lastTransitionTime = before && before.status === status && before.lastTransitionTime
     ? before.lastTransitionTime
     : now;
-  return { type, status, reason, message, lastTransitionTime };
+  return { type, status, reason, message: bounded(message), lastTransitionTime };
+}
+
+/** The CRD (metav1.Condition) limits a condition message to 32768 characters; a longer status is refused whole. */
+export const MAX_CONDITION_MESSAGE = 32768;
+
+function bounded(message: string): string {
+  if (message.length <= MAX_CONDITION_MESSAGE) return message;
+  let end = MAX_CONDITION_MESSAGE - 3;
+  // Never split a surrogate pair: half a character is not valid UTF-8 on the wire.
+  if (/[\ud800-\udbff]/.test(message[end - 1])) end--;
+  return `${message.slice(0, end)}...`;
 }
 
 function summarize(errors: string[]): string {

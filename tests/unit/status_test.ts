@@ -3,6 +3,7 @@ import fc from "fast-check";
 import {
   type Condition,
   invalidStatus,
+  MAX_CONDITION_MESSAGE,
   type Outcome,
   Reasons,
   statusChanged,
@@ -275,4 +276,15 @@ Deno.test("syncedStatus and invalidStatus keep conditions of types espejo does n
   const invalid = invalidStatus(synced, "SyncConfig a/b: bad", T2);
   assert.deepEqual(invalid.conditions?.map((c) => c.type), ["Ready", "Invalid", "Audited"]);
   assert.deepEqual(invalid.conditions?.at(-1), theirs);
+});
+
+Deno.test("condition messages are cut to the CRD's 32768 characters, never inside a character", () => {
+  const long = "x".repeat(MAX_CONDITION_MESSAGE - 4) + "😀".repeat(10);
+  const s = invalidStatus(undefined, long, T1);
+  const message = cond(s, "Invalid")!.message;
+  assert.ok(message.length <= MAX_CONDITION_MESSAGE, String(message.length));
+  assert.ok(message.endsWith("..."));
+  assert.doesNotMatch(message, /[\ud800-\udbff](?![\udc00-\udfff])/, "no lone high surrogate");
+  const short = invalidStatus(undefined, "short", T1);
+  assert.equal(cond(short, "Invalid")!.message, "short");
 });
