@@ -124,8 +124,7 @@ try {
   say(`  ${at()} team-a has all ${items.length} items; no other namespace was touched`);
 
   step("Creating namespace team-sandbox (matches team-.*, but ignoreNames excludes it)");
-  const units = async () =>
-    (await metrics.registry.getSingleMetric("espejo_syncs_total")?.get())?.values.reduce((a, v) => a + v.value, 0) ?? 0;
+  const units = () => metrics.registry.values("espejo_syncs_total").reduce((a, v) => a + v.value, 0);
   const before = await units();
   await ns("team-sandbox");
   await until(async () => (await units()) > before);

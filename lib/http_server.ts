@@ -25,9 +25,9 @@ function serve(addr: ListenAddr, signal: AbortSignal, handler: Deno.ServeHandler
 }
 
 export function serveMetrics(addr: ListenAddr, metrics: Metrics, signal: AbortSignal): Deno.HttpServer {
-  return serve(addr, signal, async (req) => {
+  return serve(addr, signal, (req) => {
     if (new URL(req.url).pathname !== "/metrics") return new Response("not found\n", { status: 404 });
-    return new Response(await metrics.registry.metrics(), {
+    return new Response(metrics.registry.metrics(), {
       headers: { "content-type": metrics.registry.contentType },
     });
   });

@@ -2,7 +2,7 @@
  * Prometheus metrics. One {@link Metrics} per process (tests create their own registry), served on
  * `--metrics-addr` at `/metrics`.
  */
-import client from "prom-client";
+import * as client from "./prometheus.ts";
 import type { ResponseObserver } from "./kube/client.ts";
 import { ControllerRuntimeMetrics } from "./metrics_compat.ts";
 
@@ -92,7 +92,7 @@ export class Metrics {
   readonly compat = new ControllerRuntimeMetrics(this.registry);
 
   constructor(defaultMetrics = false) {
-    if (defaultMetrics) client.collectDefaultMetrics({ register: this.registry });
+    if (defaultMetrics) client.collectDefaultMetrics(this.registry);
   }
 
   /** A {@link ResponseObserver} that counts API requests by verb, resource and code. */

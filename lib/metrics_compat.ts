@@ -7,7 +7,7 @@
  * what caused it (a SyncConfig change or a pass: `syncconfig`; a namespace event or a retry: `namespace`). There is
  * one work queue, named `espejo`.
  */
-import client from "prom-client";
+import * as client from "./prometheus.ts";
 
 export const LEASE_NAME = "bd39f6a0.appuio.ch";
 const QUEUE = "espejo";

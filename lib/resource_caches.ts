@@ -207,7 +207,7 @@ const MAX_MANAGER = 128;
 const bounded = (v: unknown, max: number): string | undefined =>
   typeof v !== "string" ? undefined : v.length <= max ? v : `${v.slice(0, max)}...`;
 
-/** Owners repeat (one per SyncConfig) across thousands of objects: keep one copy of each. */
+/** Owners and managers repeat (one per SyncConfig, a few managers) across thousands of objects: one copy each. */
 const owners = new Map<string, string>();
 const intern = (owner: string | undefined) => {
   if (owner === undefined) return undefined;
@@ -230,7 +230,7 @@ export function decodeManaged(raw: KubeObject, previous: CachedObject | undefine
     uid,
     desiredHash: bounded(metadata.annotations?.[HASH_ANNOTATION], MAX_HASH),
     owner: intern(bounded(metadata.annotations?.[OWNER_ANNOTATION], MAX_OWNER)),
-    manager: bounded(newestManager(managedFields), MAX_MANAGER),
+    manager: intern(bounded(newestManager(managedFields), MAX_MANAGER)),
   };
   if (previous?.baseline && previous.uid === uid) entry.baseline = previous.baseline;
   if (!wanted) {
@@ -308,6 +308,8 @@ export function acceptWritten(cached: CachedObject, written: KubeObject, desired
 
 function markInSync(cached: CachedObject, baseline: { desiredHash: string; content: string }): Verdict {
   cached.inSync = true;
+  // The entry's own copy of an equal hash string, so that 20,000 objects do not keep two of each.
+  if (cached.desiredHash === baseline.desiredHash) baseline.desiredHash = cached.desiredHash;
   cached.baseline = baseline;
   cached.json = undefined;
   return { inSync: true };

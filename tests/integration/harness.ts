@@ -118,18 +118,13 @@ export function auditNow(): string {
   return new Date(Date.now() - 1).toISOString().replace(/Z$/, "000Z");
 }
 
-/** Sum of a counter's values with the given labels. */
-export async function counterValue(
-  metrics: Metrics,
-  name: string,
-  labels: Record<string, string> = {},
-): Promise<number> {
-  const json = await metrics.registry.getMetricsAsJSON();
-  const m = json.find((x) => x.name === name);
-  if (!m) return 0;
-  return (m.values as { value: number; labels: Record<string, unknown> }[])
-    .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
-    .reduce((a, v) => a + v.value, 0);
+/** Sum of a counter's values with the given labels (a promise, as callers poll it beside requests). */
+export function counterValue(metrics: Metrics, name: string, labels: Record<string, string> = {}): Promise<number> {
+  return Promise.resolve(
+    metrics.registry.values(name)
+      .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
+      .reduce((a, v) => a + v.value, 0),
+  );
 }
 
 /** Requests about the SyncConfig itself (its status, its events), which live in the SyncConfig's namespace. */

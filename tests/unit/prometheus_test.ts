@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "../../lib/prometheus.ts";
+
+Deno.test("Registry.metrics writes HELP, TYPE and one line per series, labels escaped", () => {
+  const registry = new Registry();
+  const c = new Counter({
+    name: "x_total",
+    help: "Things\ncounted",
+    labelNames: ["a", "b"] as const,
+    registers: [registry],
+  });
+  c.inc({ b: "2", a: 'q"uo\\te\n' });
+  c.inc({ a: 'q"uo\\te\n', b: "2" }, 2);
+  c.inc({ a: "other", b: "1" });
+  new Gauge({ name: "empty", help: "No series yet", registers: [registry] });
+  assert.equal(
+    registry.metrics(),
+    [
+      "# HELP x_total Things\\ncounted",
+      "# TYPE x_total counter",
+      'x_total{a="q\\"uo\\\\te\\n",b="2"} 3',
+      'x_total{a="other",b="1"} 1',
+      "# HELP empty No series yet",
+      "# TYPE empty gauge",
+      "",
+    ].join("\n"),
+  );
+});
+
+Deno.test("Histogram buckets are cumulative, with +Inf, _sum and _count", () => {
+  const registry = new Registry();
+  const h = new Histogram({
+    name: "d_seconds",
+    help: "d",
+    labelNames: ["t"] as const,
+    buckets: [1, 0.1],
+    registers: [registry],
+  });
+  for (const v of [0.05, 0.5, 5]) h.observe({ t: "x" }, v);
+  const text = registry.metrics();
+  assert.match(text, /^d_seconds_bucket\{t="x",le="0.1"\} 1$/m);
+  assert.match(text, /^d_seconds_bucket\{t="x",le="1"\} 2$/m);
+  assert.match(text, /^d_seconds_bucket\{t="x",le="\+Inf"\} 3$/m);
+  assert.match(text, /^d_seconds_sum\{t="x"\} 5.55$/m);
+  assert.match(text, /^d_seconds_count\{t="x"\} 3$/m);
+});
+
+Deno.test("Gauge set and remove; Registry.values reads one metric", () => {
+  const registry = new Registry();
+  const g = new Gauge({ name: "g", help: "g", labelNames: ["k"] as const, registers: [registry] });
+  g.set({ k: "a" }, 5);
+  g.set({ k: "b" }, 7);
+  g.remove({ k: "a" });
+  assert.deepEqual(registry.values("g"), [{ labels: { k: "b" }, value: 7 }]);
+  assert.deepEqual(registry.values("nope"), []);
+  assert.throws(() => new Gauge({ name: "g", help: "again", registers: [registry] }), /registered twice/);
+});
+
+Deno.test("collectDefaultMetrics serves the process and heap figures at each scrape", () => {
+  const registry = new Registry();
+  collectDefaultMetrics(registry);
+  const text = registry.metrics();
+  for (const name of ["process_resident_memory_bytes", "process_cpu_seconds_total", "nodejs_heap_size_used_bytes"]) {
+    const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+    assert.ok(m && Number(m[1]) > 0, `${name} in\n${text}`);
+  }
+  assert.match(text, /^# TYPE process_cpu_seconds_total counter$/m);
+});
