@@ -22,26 +22,10 @@
  * A verdict stands for one resourceVersion: an unchanged version has unchanged content.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson, deepEqual, isObject, type KubeObject } from "./objects.ts";
+import { canonicalJson, deepEqual, isObject, type KubeObject, SERVER_OWNED_METADATA } from "./objects.ts";
 
 export const FIELD_MANAGER = "espejo";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
-
-/**
- * Metadata a write of the desired object does not control: set by the server, or (ownerReferences) kept from the
- * live object as the Go espejo does. Left out of every comparison.
- */
-const SERVER_OWNED_METADATA = [
-  "uid",
-  "resourceVersion",
-  "generation",
-  "creationTimestamp",
-  "deletionTimestamp",
-  "deletionGracePeriodSeconds",
-  "managedFields",
-  "selfLink",
-  "ownerReferences",
-];
 
 /** `object` without what {@link SERVER_OWNED_METADATA} names, `apiVersion`/`kind` (absent in lists) and `status`. */
 export function serverOwned(object: KubeObject): KubeObject {

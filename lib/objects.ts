@@ -35,6 +35,24 @@ export interface KubeObject {
   [k: string]: unknown;
 }
 
+/**
+ * Metadata a write of an item does not control: set by the server, or (ownerReferences) the live object's, which a
+ * replace keeps (as the Go espejo does). Never copied from an item, and left out of every comparison: copying it
+ * would make writes fail or comparisons differ, and a wrong ownerReference (an owner that does not exist in the
+ * target namespace) would let the garbage collector delete the object, which the next sync recreates, in a loop.
+ */
+export const SERVER_OWNED_METADATA: readonly string[] = [
+  "uid",
+  "resourceVersion",
+  "generation",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "managedFields",
+  "selfLink",
+  "ownerReferences",
+];
+
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }

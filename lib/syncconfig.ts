@@ -5,7 +5,7 @@
  */
 import type { SyncConfig } from "./types/syncconfig.ts";
 import { compileNamespaceSelector, type NamespaceSelector, SelectorError } from "./selector.ts";
-import { isObject, type KubeObject } from "./objects.ts";
+import { isObject, type KubeObject, SERVER_OWNED_METADATA } from "./objects.ts";
 
 export type { SyncConfig };
 
@@ -45,24 +45,6 @@ export type CompileResult = { ok: true; config: CompiledSyncConfig } | { ok: fal
 
 export const keyOf = (cfg: SyncConfig): string =>
   `${(cfg.metadata?.namespace as string | undefined) ?? ""}/${cfg.metadata?.name as string}`;
-
-/**
- * Metadata never copied from an item into its template. Most of it the server owns: copying it would make every
- * write fail or every comparison differ. ownerReferences are the live object's (a replace keeps them): the Go
- * espejo never writes an item's, and a wrong one (an owner that does not exist in the target namespace) would let
- * the garbage collector delete the object, which the next sync recreates, in a loop.
- */
-const NOT_COPIED_METADATA = [
-  "uid",
-  "resourceVersion",
-  "generation",
-  "creationTimestamp",
-  "deletionTimestamp",
-  "deletionGracePeriodSeconds",
-  "managedFields",
-  "selfLink",
-  "ownerReferences",
-];
 
 /**
  * Deepest nesting of objects and arrays accepted in a syncItem (the item itself is level 1; a ConfigMap's data is
@@ -169,7 +151,7 @@ function compileSyncItem(raw: unknown, index: number): SyncItemSpec {
   }
   const template: KubeObject = structuredClone(item);
   const metadata = { ...(isObject(template.metadata) ? template.metadata : {}) };
-  for (const k of NOT_COPIED_METADATA) delete metadata[k];
+  for (const k of SERVER_OWNED_METADATA) delete metadata[k];
   delete template.status;
   template.metadata = metadata;
   const problem = missing.length
