@@ -356,6 +356,8 @@ async function runSize(N: number): Promise<SizeResult> {
     log(`N=${N}: (d) new SyncConfig`);
     // (d) a new SyncConfig over every namespace
     await audit.skip();
+    const unitsBefore = sumOf(await ctl.metrics(), "espejo_syncs_total") -
+      sumOf(await ctl.metrics(), "espejo_syncs_total", { result: "unchanged" });
     const dStart = performance.now();
     configs++;
     await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(M) });
@@ -363,8 +365,12 @@ async function runSize(N: number): Promise<SizeResult> {
     const dSeconds = (performance.now() - dStart) / 1000;
     await quiet(ctl);
     const dEvents = byIdentity(await audit.read(), identity);
+    const dMetrics = await ctl.metrics();
     const d = {
       seconds: dSeconds,
+      // Units of work it cost: one per namespace is the least (none caused by the echo of espejo's own writes).
+      units: sumOf(dMetrics, "espejo_syncs_total") - sumOf(dMetrics, "espejo_syncs_total", { result: "unchanged" }) -
+        unitsBefore,
       writes: dEvents.filter((e) => ["create", "update", "delete"].includes(e.verb) && !aboutSyncConfig(e)).length,
       byVerb: verbs(dEvents),
       statusWrites: dEvents.filter((e) => e.objectRef?.subresource === "status").length,

@@ -23,7 +23,15 @@ export interface SizeResult {
     /** The same idle measurement with the controller running as a cluster admin (no RBAC escalation checks). */
     idleAsAdmin: Latency;
   };
-  d: { seconds: number; writes: number; byVerb: Record<string, number>; statusWrites: number; namespaces: number };
+  d: {
+    seconds: number;
+    writes: number;
+    byVerb: Record<string, number>;
+    statusWrites: number;
+    namespaces: number;
+    /** Namespace units it cost (a unit per namespace is the least). */
+    units?: number;
+  };
   e: { writes: number; byVerb: Record<string, number>; namespaces: number };
   f: { rssMiB: number; anonMiB: number; fileMiB: number; managedObjects: number };
   g: { byVerb: Record<string, number> };
@@ -123,6 +131,11 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
     "(d) time to converge / status writes",
     "≤ 1 status write per pass",
     (r) => `${r.d.seconds.toFixed(1)} s / ${r.d.statusWrites} ${mark(r.d.statusWrites <= 1)}`,
+  );
+  row(
+    "(d) units of work / namespaces",
+    "N (no unit from espejo's own echo)",
+    (r) => (r.d.units === undefined ? "n/a" : `${r.d.units} / ${r.d.namespaces} ${mark(r.d.units <= r.d.namespaces)}`),
   );
   row(
     "(e) one edited item: writes / namespaces",
