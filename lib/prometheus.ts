@@ -28,16 +28,27 @@ abstract class Metric<L extends string> {
   readonly help: string;
   abstract readonly type: "counter" | "gauge" | "histogram";
   protected readonly series = new Map<string, { labels: Record<string, string>; value: number }>();
+  readonly #labelNames: readonly string[];
 
   constructor(opts: Options<L>) {
     this.name = opts.name;
     this.help = opts.help;
+    this.#labelNames = opts.labelNames ?? [];
     for (const r of opts.registers ?? []) r.register(this);
   }
 
-  protected entry(labels: Labels<L> | undefined): { labels: Record<string, string>; value: number } {
+  /** Labels in the declared order (as prom-client writes them), so a series has one key and one spelling. */
+  #clean(labels: Labels<L> | undefined): Record<string, string> {
+    const rank = (k: string) => (this.#labelNames.includes(k) ? this.#labelNames.indexOf(k) : this.#labelNames.length);
     const clean: Record<string, string> = {};
-    for (const k of Object.keys(labels ?? {}).sort()) clean[k] = String(labels![k as L]);
+    for (const k of Object.keys(labels ?? {}).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))) {
+      clean[k] = String(labels![k as L]);
+    }
+    return clean;
+  }
+
+  protected entry(labels: Labels<L> | undefined): { labels: Record<string, string>; value: number } {
+    const clean = this.#clean(labels);
     const key = JSON.stringify(clean);
     let e = this.series.get(key);
     if (!e) this.series.set(key, e = { labels: clean, value: 0 });
@@ -46,9 +57,7 @@ abstract class Metric<L extends string> {
 
   /** Forgets the series with exactly these labels. */
   remove(labels: Labels<L>): void {
-    const clean: Record<string, string> = {};
-    for (const k of Object.keys(labels).sort()) clean[k] = String(labels[k as L]);
-    this.series.delete(JSON.stringify(clean));
+    this.series.delete(JSON.stringify(this.#clean(labels)));
   }
 
   get(): { values: Sample[] } {

@@ -66,3 +66,16 @@ Deno.test("collectDefaultMetrics serves the process and heap figures at each scr
   }
   assert.match(text, /^# TYPE process_cpu_seconds_total counter$/m);
 });
+
+Deno.test("Labels are written in the declared order, whatever order inc was given", () => {
+  const registry = new Registry();
+  const c = new Counter({
+    name: "r",
+    help: "r",
+    labelNames: ["verb", "resource", "code"] as const,
+    registers: [registry],
+  });
+  c.inc({ code: "201", verb: "POST", resource: "configmaps" });
+  c.inc({ resource: "configmaps", code: "201", verb: "POST" });
+  assert.match(registry.metrics(), /^r\{verb="POST",resource="configmaps",code="201"\} 2$/m);
+});
