@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import FakeTimers from "@sinonjs/fake-timers";
-import { loadClientOptions, proxyFromEnvironment } from "../../lib/kube/kubeconfig.ts";
+import { loadClientOptions } from "../../lib/kube/kubeconfig.ts";
+import { proxyFromEnvironment } from "../../lib/kube/proxy_env.ts";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIBca\n-----END CERTIFICATE-----\n";
 const CERT = "-----BEGIN CERTIFICATE-----\nMIIBclient\n-----END CERTIFICATE-----\n";
