@@ -6,8 +6,9 @@
  * changed (priority 1, which then enqueues every namespace it selects at priority 1). The timer loop enqueues every
  * targeted namespace at priority 2 every `--reconcile-interval`. The queue never hands out a key twice at once, so
  * the "sync mutex" is held per namespace: two syncs never write the same namespace at the same time, and a new
- * namespace waits for at most one unit of a full pass (the next free worker takes the most urgent key). Status is
- * flushed at priority 3: after the burst of work that changed it, once per SyncConfig.
+ * namespace waits for at most one unit of a full pass (the next free worker takes the most urgent key). Statuses are
+ * written beside the workers, each as soon as its SyncConfig's own work is done (see StatusSchedule), and ahead of
+ * other requests at the rate limiter.
  */
 import { getLogger } from "@logtape/logtape";
 import process from "node:process";
@@ -697,6 +698,7 @@ export class Controller {
       const [namespace, name] = key.split("/");
       try {
         const updated = await this.opts.client.request<KubeObject>({
+          urgent: true, // a status does not wait behind other SyncConfigs' queued writes
           method: "PATCH",
           path: `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs/${name}/status`,
           contentType: "application/merge-patch+json",

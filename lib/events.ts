@@ -46,6 +46,7 @@ export class EventRecorder {
       if (!seen) {
         const eventName = `${target.name}.${nowMs.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
         await this.client.request({
+          urgent: true,
           method: "POST",
           path: `/api/v1/namespaces/${target.namespace}/events`,
           body: {
@@ -78,6 +79,7 @@ export class EventRecorder {
       if (nowMs - seen.lastWritten < this.updateEveryMs) return;
       seen.lastWritten = nowMs;
       await this.client.request({
+        urgent: true,
         method: "PATCH",
         path: `/api/v1/namespaces/${target.namespace}/events/${seen.eventName}`,
         contentType: "application/merge-patch+json",

@@ -108,6 +108,7 @@ export class LeaderElector {
     if (lease.spec.holderIdentity !== this.o.identity) return;
     try {
       await this.o.client.request({
+        urgent: true, // a Lease renewal must not wait behind a burst of writes
         method: "PUT",
         path: this.path,
         body: {
@@ -137,12 +138,18 @@ export class LeaderElector {
     const durationSeconds = Math.ceil(this.o.leaseDurationMs / 1000);
     let current: Lease | undefined;
     try {
-      current = await this.o.client.request<Lease>({ method: "GET", path: this.path, timeoutMs: this.#timeoutMs });
+      current = await this.o.client.request<Lease>({
+        urgent: true, // a Lease renewal must not wait behind a burst of writes
+        method: "GET",
+        path: this.path,
+        timeoutMs: this.#timeoutMs,
+      });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
     if (!current) {
       const created = await this.o.client.request<Lease>({
+        urgent: true, // a Lease renewal must not wait behind a burst of writes
         timeoutMs: this.#timeoutMs,
         method: "POST",
         path: this.path.slice(0, this.path.lastIndexOf("/")),
@@ -183,6 +190,7 @@ export class LeaderElector {
     };
     try {
       const updated = await this.o.client.request<Lease>({
+        urgent: true, // a Lease renewal must not wait behind a burst of writes
         timeoutMs: this.#timeoutMs,
         method: "PUT",
         path: this.path,

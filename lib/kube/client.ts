@@ -25,6 +25,8 @@ export interface KubeRequest {
   contentType?: string;
   accept?: string;
   signal?: AbortSignal;
+  /** Goes before other requests waiting for the rate limiter (status and Event writes; see TokenBucket). */
+  urgent?: boolean;
   /** Give up after this long (default {@link DEFAULT_TIMEOUT_MS}); a hung connection must not hang a sync. */
   timeoutMs?: number;
 }
@@ -86,7 +88,7 @@ export class HttpKubeClient implements KubeClient {
    */
   async request<T = unknown>(req: KubeRequest): Promise<T> {
     for (let attempt = 0;; attempt++) {
-      await this.#limiter.take(req.signal);
+      await this.#limiter.take(req.signal, req.urgent);
       // A timer cleared when the reply is in, not AbortSignal.timeout(): that signal lives until its timer fires,
       // and a burst of thousands of writes would keep thousands of them (and their listeners) for a minute.
       const timeout = new AbortController();

@@ -23,7 +23,7 @@ export interface RunningController {
 
 export async function startController(
   c: TestCluster,
-  opts: { watchNamespace: string; reconcileIntervalMs?: number; fullCompareIntervalMs?: number },
+  opts: { watchNamespace: string; reconcileIntervalMs?: number; fullCompareIntervalMs?: number; qps?: number },
 ): Promise<RunningController> {
   const admin = clientFor(c);
   const identity = await createServiceAccount(admin, opts.watchNamespace, "espejo", "espejo-manager");
@@ -33,6 +33,9 @@ export async function startController(
     server: c.server,
     caCerts: [c.caPem],
     authorization: () => `Bearer ${identity.token}`,
+    // Unlimited unless a test asks for the deployed limit (--kube-api-qps 50, burst 100).
+    qps: opts.qps,
+    burst: opts.qps ? 2 * opts.qps : undefined,
     onResponse: metrics.observeResponse,
     userAgent: "espejo-under-test",
   });
