@@ -419,7 +419,15 @@ async function runSize(N: number): Promise<SizeResult> {
     log(`N=${N}: restarted`);
     await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
     await quiet(ctl, 300);
-    const g = { byVerb: verbs(byIdentity(await audit.read(), identity)) };
+    const gEvents = byIdentity(await audit.read(), identity);
+    const g = {
+      byVerb: verbs(gEvents),
+      // Writes to target objects (not the Events about SyncConfigs), by verb and resource.
+      objectWrites: countBy(
+        gEvents.filter((ev) => ["create", "update", "patch", "delete"].includes(ev.verb) && !aboutSyncConfig(ev)),
+        (ev) => `${ev.verb} ${ev.objectRef?.resource}`,
+      ),
+    };
     const restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
 
     log(`N=${N}: (b) one full-compare pass`);
