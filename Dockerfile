@@ -17,6 +17,10 @@ RUN deno compile $(cat deno.permissions) --v8-flags=--optimize-for-size --output
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/espejo /usr/local/bin/espejo
+# glibc's allocator: two arenas instead of one per thread, and freed memory given back to the system at once rather
+# than kept for reuse. Measured at 3,600 objects: 29 instead of 36 MiB anonymous memory at rest, 38 instead of 44
+# at the peak, at no measurable CPU cost (README, Performance). The bench and the process tests read this line.
+ENV MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["/usr/local/bin/espejo"]

@@ -26,6 +26,7 @@ import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
 import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { espejoPermissions } from "../tests/testenv/permissions.ts";
+import { imageEnvironment } from "../tests/testenv/image_env.ts";
 
 const M = 5;
 const K = ITEMS_PER_CONFIG;
@@ -103,7 +104,7 @@ class ControllerProcess {
     const enter = this.cgroup ? `${this.cgroup.enterCommand()} && ` : "";
     this.child = new Deno.Command("sh", {
       args: ["-c", `${enter}exec ${quoted} >>'${this.logFile}' 2>&1`],
-      env: { WATCH_NAMESPACE: CONFIG_NS },
+      env: { ...imageEnvironment(), WATCH_NAMESPACE: CONFIG_NS },
       stdin: "null",
     }).spawn();
     this.memory.start(this.child.pid);

@@ -6,6 +6,7 @@ import { createServiceAccount, freePorts, kubeconfigYaml } from "../testenv/cont
 import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
 import { espejoPermissions } from "../testenv/permissions.ts";
+import { imageEnvironment } from "../testenv/image_env.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const mainTs = join(repoRoot, "main.ts");
@@ -70,7 +71,7 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
         "--reconcile-interval=1s",
         "--log-format=json",
       ],
-      env: { WATCH_NAMESPACE: cfgNs },
+      env: { ...imageEnvironment(), WATCH_NAMESPACE: cfgNs },
       stdout: "piped",
       stderr: "piped",
     }).spawn();
@@ -130,5 +131,6 @@ Deno.test("The shipped binary and the process tests use one permission set", () 
   const dockerfile = Deno.readTextFileSync(join(repoRoot, "Dockerfile"));
   assert.match(dockerfile, /deno compile \$\(cat deno\.permissions\)/, "the Dockerfile compiles with the set");
   const tasks = JSON.parse(Deno.readTextFileSync(join(repoRoot, "deno.json"))).tasks as Record<string, string>;
+  assert.equal(imageEnvironment().MALLOC_ARENA_MAX, "2", "the image's allocator settings are read from the Dockerfile");
   assert.match(tasks.compile, /\$\(cat deno\.permissions\)/, "deno task compile uses the set");
 });
