@@ -44,6 +44,8 @@ const { values } = parseArgs({
 });
 const LIMIT_MEMORY = 100 * 2 ** 20;
 const LIMIT_CPU = 0.3;
+/** How much longer waits for the controller may take: a CPU quota of 30 % makes a pass take about three times as long. */
+const slowdown = values.limits ? 1 / LIMIT_CPU : 1;
 const sizes = values.sizes!.split(",").map(Number);
 const samples = Number(values.samples);
 
@@ -114,7 +116,7 @@ class ControllerProcess {
       } catch {
         return false;
       }
-    }, 60_000);
+    }, 60_000 * slowdown);
   }
 
   async metrics(): Promise<Samples> {
@@ -210,7 +212,7 @@ async function measureIdle(
     const name = `${prefix}-${i}`;
     const start = performance.now();
     await createNamespace(admin, name);
-    await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000);
+    await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000 * slowdown);
     latencies.push(arrivals.completedAt.get(name)! - start);
   }
   await quiet(ctl);
@@ -247,13 +249,13 @@ async function measurePass(
     await sleep(250);
     const m = await ctl.metrics();
     return count(m) > start ? m : undefined;
-  }, intervalSeconds * 3000);
+  }, intervalSeconds * 3000 * slowdown);
   await audit.skip();
   const m1 = await until("the next pass to end", async () => {
     await sleep(250);
     const m = await ctl.metrics();
     return count(m) > count(m0) ? m : undefined;
-  }, intervalSeconds * 3000);
+  }, intervalSeconds * 3000 * slowdown);
   const events = byIdentity(await audit.read(), identity);
   const passes = count(m1) - count(m0);
   const per = (name: string) => (sumOf(m1, name) - sumOf(m0, name)) / passes;
@@ -418,7 +420,11 @@ async function runSize(N: number): Promise<SizeResult> {
     await audit.skip();
     await ctl.start(interval, ["--full-compare-interval=0"]);
     log(`N=${N}: restarted`);
-    await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
+    await until(
+      "restart syncs done",
+      async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total,
+      60_000 * slowdown,
+    );
     await quiet(ctl, 300);
     const gEvents = byIdentity(await audit.read(), identity);
     const g = {
@@ -454,17 +460,21 @@ async function runSize(N: number): Promise<SizeResult> {
         return start;
       }));
       total += batch.length;
-      await until("busy namespaces synced", () => batch.every((n) => arrivals.completedAt.has(n)), 60_000);
+      await until("busy namespaces synced", () => batch.every((n) => arrivals.completedAt.has(n)), 60_000 * slowdown);
       batch.forEach((n, i) => passLatencies.push(arrivals.completedAt.get(n)! - starts[i]));
     }
     await ctl.stop();
 
     log(`N=${N}: (b) restart as deployed: passes skip namespaces found in sync`);
     await ctl.start(interval);
-    await until("restart syncs done", async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total, 60_000);
+    await until(
+      "restart syncs done",
+      async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total,
+      60_000 * slowdown,
+    );
     // The first pass after a start compares everything; the ones after it are what a steady cluster sees.
     const passes = async () => sumOf(await ctl.metrics(), "espejo_full_pass_duration_seconds_count");
-    await until("a first pass", async () => (await passes()) >= 1 || undefined, interval * 3000);
+    await until("a first pass", async () => (await passes()) >= 1 || undefined, interval * 3000 * slowdown);
     await quiet(ctl, 300);
     const skip = await measurePass(ctl, audit, identity, interval);
     await ctl.stop();
