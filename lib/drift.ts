@@ -46,19 +46,29 @@ export type Comparison =
   | { kind: "equal" }
   /** A value the desired object sets is missing or different at `path`. */
   | { kind: "differs"; path: string }
-  /** Every value the desired object sets is there, but the observed object has more (first at `path`). */
+  /**
+   * Every value the desired object sets is there, but the observed object has more, or lacks a zero value the desired
+   * object sets (first at `path`): what the server's defaults and omissions may explain.
+   */
   | { kind: "extra"; path: string };
 
 /** Compares by value (see the file comment); both objects are reduced with {@link serverOwned} first. */
 export function compareByValue(desired: KubeObject, observed: KubeObject): Comparison {
   let extra: string | undefined;
+  // Go's omitempty drops zero values from replies, but a tenant can drop them too (`automountServiceAccountToken:
+  // false` removed means true): a missing zero value is a difference only the server's own reply can explain.
+  const omitted = (path: string) => {
+    extra ??= `${path || "."} (omitted)`;
+    return undefined;
+  };
   const walk = (d: unknown, o: unknown, path: string): string | undefined => {
     if (isObject(d)) {
-      if (!isObject(o)) return o === undefined && isZeroValue(d) ? undefined : path || ".";
+      if (!isObject(o)) return o === undefined && isZeroValue(d) ? omitted(path) : path || ".";
       for (const k of Object.keys(d)) {
         if (!Object.hasOwn(o, k)) {
-          if (isZeroValue(d[k])) continue; // Go's omitempty drops zero values from replies
-          return `${path}.${k}`;
+          if (isZeroValue(d[k])) omitted(`${path}.${k}`);
+          else return `${path}.${k}`;
+          continue;
         }
         const deeper = walk(d[k], o[k], `${path}.${k}`);
         if (deeper !== undefined) return deeper;
@@ -70,7 +80,7 @@ export function compareByValue(desired: KubeObject, observed: KubeObject): Compa
       return undefined;
     }
     if (Array.isArray(d)) {
-      if (o === undefined && d.length === 0) return undefined;
+      if (o === undefined && d.length === 0) return omitted(path);
       if (!Array.isArray(o) || o.length !== d.length) return path;
       for (let i = 0; i < d.length; i++) {
         const deeper = walk(d[i], o[i], `${path}[${i}]`);
@@ -86,18 +96,20 @@ export function compareByValue(desired: KubeObject, observed: KubeObject): Compa
 }
 
 /**
- * Every field of `observed` that `desired` does not set, with its value, as canonical JSON: the server's additions
- * to one item are the same in every namespace (its defaults), so the additions found in the reply to one write of
- * an item tell which additions in another namespace's copy are defaults, with no request (see Executor).
+ * Every field of `observed` that `desired` does not set, with its value, and every field `desired` sets that
+ * `observed` lacks, as canonical JSON: the server's additions and omissions for one item are the same in every
+ * namespace (defaults, omitempty), so those found in the reply to one write of an item tell which differences in
+ * another namespace's copy are the server's, with no request (see Executor).
  */
 export function extrasOf(desired: KubeObject, observed: KubeObject): string {
-  const found: [string[], unknown][] = [];
+  const found: [string, string[], unknown][] = [];
   const walk = (d: unknown, o: unknown, path: string[]) => {
     if (isObject(d) && isObject(o)) {
       for (const k of Object.keys(o)) {
         if (Object.hasOwn(d, k)) walk(d[k], o[k], [...path, k]);
-        else found.push([[...path, k], o[k]]);
+        else found.push(["+", [...path, k], o[k]]);
       }
+      for (const k of Object.keys(d)) if (!Object.hasOwn(o, k)) found.push(["-", [...path, k], null]);
     } else if (Array.isArray(d) && Array.isArray(o)) {
       for (let i = 0; i < Math.min(d.length, o.length); i++) walk(d[i], o[i], [...path, String(i)]);
     }

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { compareByValue, type Comparison, contentHash, HASH_ANNOTATION, serverOwned } from "../../lib/drift.ts";
+import {
+  compareByValue,
+  type Comparison,
+  contentHash,
+  extrasOf,
+  HASH_ANNOTATION,
+  serverOwned,
+} from "../../lib/drift.ts";
 import type { KubeObject } from "../../lib/objects.ts";
 
 const HASH = "0123456789abcdef01234567";
@@ -126,10 +133,12 @@ const ZEROES: [string, unknown][] = [
 ];
 
 for (const [name, zero] of ZEROES) {
-  Deno.test(`compareByValue: a desired ${name} the server omitted is equal`, () => {
+  Deno.test(`compareByValue: a desired ${name} that is missing is a difference only the server can explain`, () => {
+    // Go's omitempty drops it from replies; a tenant can drop it too (a false that becomes the default true).
     const desired = desiredOf({ spec: { keep: "x", zero } });
     const observed = observedOf(desired, (o) => delete (o.spec as Record<string, unknown>).zero);
-    assert.deepEqual(compareByValue(desired, observed), { kind: "equal" });
+    assert.deepEqual(compareByValue(desired, observed), { kind: "extra", path: ".spec.zero (omitted)" });
+    assert.notEqual(extrasOf(desired, observed), extrasOf(desired, observedOf(desired)), "the omission is learnt");
   });
 }
 
