@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { loadClientOptions } from "../../lib/kube/kubeconfig.ts";
-import { clientFor, eventually, type TestCluster, testCluster } from "../testenv/shared.ts";
+import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../testenv/shared.ts";
 import { startForwarder, startProxy, type TestProxy } from "../testenv/proxy.ts";
 import { freePorts } from "../testenv/controlplane.ts";
 import { espejoPermissions } from "../testenv/permissions.ts";
@@ -322,7 +322,11 @@ Deno.test(
   },
 );
 
-/** Runs main.ts with the shipped permission set and `kubeconfig` until ready, then stops it; returns its log. */
+/**
+ * Runs main.ts with the shipped permission set and `kubeconfig` until ready, then stops it; returns its log. It
+ * watches a namespace of its own: run cluster-wide as admin, it would sync the SyncConfigs of the tests running beside
+ * it (and write Events on them).
+ */
 async function runUntilReady(kubeconfig: string, env: Record<string, string>): Promise<string> {
   const [healthPort] = await freePorts(1);
   const child = new Deno.Command(Deno.execPath(), {
@@ -335,7 +339,7 @@ async function runUntilReady(kubeconfig: string, env: Record<string, string>): P
       `--health-addr=127.0.0.1:${healthPort}`,
       "--log-format=json",
     ],
-    env,
+    env: { WATCH_NAMESPACE: uniqueName("kubeconfig-it"), ...env },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
