@@ -118,6 +118,11 @@ export function extrasOf(desired: KubeObject, observed: KubeObject): string {
   return canonicalJson(found);
 }
 
+/** A hash of {@link extrasOf}: what is kept of it per item and per object judged out of sync. */
+export function extrasHash(desired: KubeObject, observed: KubeObject): string {
+  return createHash("sha256").update(extrasOf(desired, observed)).digest("base64").slice(0, 22);
+}
+
 /** Go's `omitempty` drops zero values from replies, so a missing field "has" them. */
 export function isZeroValue(v: unknown): boolean {
   if (v === null || v === undefined || v === "" || v === 0 || v === false) return true;

@@ -9,7 +9,7 @@ import type { KubeClient } from "./kube/client.ts";
 import type { Reflector } from "./kube/reflector.ts";
 import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
 import { ApiError, isAlreadyExists, isConflict, isInvalid, isNotFound } from "./kube/errors.ts";
-import { extrasOf, FIELD_MANAGER, HASH_ANNOTATION, type Verdict } from "./drift.ts";
+import { extrasHash, FIELD_MANAGER, HASH_ANNOTATION, type Verdict } from "./drift.ts";
 import { FightBook } from "./fights.ts";
 import { encodeBase64, hashOf, type KubeObject } from "./objects.ts";
 import { redactValues } from "./redact.ts";
@@ -424,7 +424,7 @@ export class Executor {
   /**
    * Puts the reply of our write into the cache as in sync, and makes it the object's baseline: it is what the
    * server made of the desired object (see lib/drift.ts). The watch event of our own write carries the same version
-   * and is not reported again. What the server added to it is remembered for the item (see {@link extrasOf}).
+   * and is not reported again. What the server added to it is remembered for the item (see {@link extrasHash}).
    */
   #stored(cache: Reflector<CachedObject>, written: KubeObject, desired: KubeObject, ref: WriteRef): void {
     const itemKey = ref.itemKey;
@@ -441,7 +441,7 @@ export class Executor {
     }
     if (!this.#serverAdds.has(itemKey)) {
       if (this.#serverAdds.size >= MAX_BACKOFF_ENTRIES) this.#serverAdds.delete(this.#serverAdds.keys().next().value!);
-      this.#serverAdds.set(itemKey, extrasOf(desired, written));
+      this.#serverAdds.set(itemKey, extrasHash(desired, written));
     }
   }
 

@@ -10,7 +10,7 @@
 import type { KubeClient } from "./kube/client.ts";
 import { collectionPath, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector } from "./kube/reflector.ts";
-import { compareByValue, contentHash, extrasOf, HASH_ANNOTATION, type Verdict } from "./drift.ts";
+import { compareByValue, contentHash, extrasHash, HASH_ANNOTATION, type Verdict } from "./drift.ts";
 import type { KubeObject } from "./objects.ts";
 
 export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
@@ -44,6 +44,12 @@ export interface CachedObject {
   contentless?: true;
   /** Set when this resourceVersion is in sync with the desired object of {@link baseline}. */
   inSync?: true;
+  /**
+   * The verdict on this resourceVersion when it was out of sync: the content is dropped once judged either way, so
+   * that an object whose write keeps failing costs no more than one in sync. `extras` ({@link extrasHash}) decides
+   * it later against the server's additions learnt meanwhile; `content` becomes the baseline then.
+   */
+  outOfSync?: { desiredHash: string; reason: string; restore: boolean; content: string; extras?: string };
   /**
    * The {@link contentHash} of this object when it was last in sync, and the desired hash it was in sync with:
    * carried over to later versions of the same object (same uid).
@@ -256,49 +262,69 @@ function newestManager(entries: unknown): string | undefined {
 
 /**
  * Judges a cached object against the desired object of hash `desiredHash` (see lib/drift.ts). The content is
- * parsed only when this version was not judged before; once it is in sync, the verdict and the baseline replace it.
- * A contentless entry must be read first (the caller's job): judged as is, it is out of sync.
+ * parsed only when this version was not judged before; once judged, the verdict replaces it (the baseline when in
+ * sync, {@link CachedObject.outOfSync} when not). A contentless entry must be read first (the caller's job): judged
+ * as is, it is out of sync.
  */
 export function judge(
   desired: KubeObject,
   desiredHash: string,
   cached: CachedObject,
-  /** {@link extrasOf} the reply to our last write of the same item in another namespace, if any. */
+  /** {@link extrasHash} of the reply to our last write of the same item in another namespace, if any. */
   serverAdds?: string,
 ): Verdict {
   const known = cached.baseline?.desiredHash === desiredHash;
   if (cached.contentless) return { inSync: false, reason: "its content was not read yet", restore: false };
   if (cached.desiredHash !== desiredHash) {
     // A marker mismatch is enough to write; a match proves nothing (anyone can copy the annotation).
+    cached.json = undefined;
     return known
       ? { inSync: false, reason: `its ${HASH_ANNOTATION} annotation was changed`, restore: true }
       : { inSync: false, reason: "the SyncConfig's item changed", restore: false };
   }
   if (cached.inSync && known) return { inSync: true };
+  const judged = cached.outOfSync;
+  if (judged?.desiredHash === desiredHash) return rejudge(cached, judged, serverAdds);
   if (cached.json === undefined) return { inSync: false, reason: "it was not judged yet", restore: false };
   const observed = JSON.parse(cached.json) as KubeObject;
-  if (known && contentHash(observed) === cached.baseline!.content) return markInSync(cached, cached.baseline!);
+  cached.json = undefined;
+  const content = contentHash(observed);
+  if (known && content === cached.baseline!.content) return markInSync(cached, cached.baseline!);
   const comparison = compareByValue(desired, observed);
   const restore = known;
+  const outOfSync = (reason: string, extras?: string) => {
+    cached.outOfSync = { desiredHash, reason, restore, content, extras };
+    return rejudge(cached, cached.outOfSync, serverAdds);
+  };
   switch (comparison.kind) {
     case "differs":
-      return { inSync: false, reason: `${comparison.path} differs from the SyncConfig's item`, restore };
+      return outOfSync(`${comparison.path} differs from the SyncConfig's item`);
     case "extra":
-      if (!known && serverAdds !== undefined && extrasOf(desired, observed) === serverAdds) {
-        return markInSync(cached, { desiredHash, content: contentHash(observed) });
-      }
-      if (known) return { inSync: false, reason: `${comparison.path} was added`, restore };
-      return {
-        inSync: false,
-        reason:
-          `${comparison.path} is not set by the item (a server default or someone's addition: a write settles it)`,
-        restore,
-        ...(serverAdds === undefined ? { unexplained: true as const } : {}),
-      };
+      if (known) return outOfSync(`${comparison.path} was added`);
+      return outOfSync(
+        `${comparison.path} is not set by the item (a server default or someone's addition: a write settles it)`,
+        extrasHash(desired, observed),
+      );
     case "equal":
-      if (known) return { inSync: false, reason: "a field the item does not set was changed", restore };
-      return markInSync(cached, { desiredHash, content: contentHash(observed) });
+      if (known) return outOfSync("a field the item does not set was changed");
+      return markInSync(cached, { desiredHash, content });
   }
+}
+
+/**
+ * The verdict on a version judged out of sync before. Only fields the item does not set differed (`extras`): in sync
+ * once they are exactly what the server added to this item elsewhere; unexplained while that is not known yet.
+ */
+function rejudge(cached: CachedObject, judged: NonNullable<CachedObject["outOfSync"]>, serverAdds?: string): Verdict {
+  if (judged.extras !== undefined && judged.extras === serverAdds) {
+    return markInSync(cached, { desiredHash: judged.desiredHash, content: judged.content });
+  }
+  return {
+    inSync: false,
+    reason: judged.reason,
+    restore: judged.restore,
+    ...(judged.extras !== undefined && serverAdds === undefined ? { unexplained: true as const } : {}),
+  };
 }
 
 /** Records that `written` (the reply of our own write for `desiredHash`) is in sync and becomes the baseline. */
@@ -312,5 +338,6 @@ function markInSync(cached: CachedObject, baseline: { desiredHash: string; conte
   if (cached.desiredHash === baseline.desiredHash) baseline.desiredHash = cached.desiredHash;
   cached.baseline = baseline;
   cached.json = undefined;
+  cached.outOfSync = undefined;
   return { inSync: true };
 }

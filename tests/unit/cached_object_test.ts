@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { HASH_ANNOTATION } from "../../lib/drift.ts";
+import { extrasHash, HASH_ANNOTATION } from "../../lib/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/objects.ts";
 import {
   acceptWritten,
@@ -132,4 +132,39 @@ Deno.test("judge: a changed item is a write, not a restore", () => {
 
 Deno.test("judge: an entry kept without content is never in sync", () => {
   assert.equal(judge(desired, HASH, decodeManaged(served("5"), undefined, false)).inSync, false);
+});
+
+Deno.test("judge: an out-of-sync version keeps no content and is judged the same again", () => {
+  const entry = decodeManaged(served("2", (o) => (o.data = { a: "x".repeat(100_000) })), written());
+  const first = judge(desired, HASH, entry);
+  assert.equal(first.inSync, false);
+  assert.equal(entry.json, undefined, "the verdict replaces the content, even when a write is still to come");
+  assert.ok(JSON.stringify(entry).length < 1000, "a failing write keeps no copy of a tenant's padding");
+  assert.deepEqual(judge(desired, HASH, entry), first);
+});
+
+Deno.test("judge: a marker mismatch drops the content too", () => {
+  const entry = decodeManaged(served("2", (o) => (o.metadata!.annotations![HASH_ANNOTATION] = "forged")), written());
+  assert.equal(judge(desired, HASH, entry).inSync, false);
+  assert.equal(entry.json, undefined);
+});
+
+Deno.test("judge: fields the item does not set are settled by the server's additions learnt later", () => {
+  const defaulted = (o: KubeObject & Record<string, unknown>) => (o.immutable = false);
+  const reply = served("9", defaulted);
+  const learnt = extrasHash(desired, reply);
+  // After a restart: not explained yet, and the content is gone once judged.
+  const entry = decodeManaged(served("3", defaulted), undefined);
+  const before = judge(desired, HASH, entry);
+  assert.equal(!before.inSync && before.unexplained, true);
+  assert.equal(entry.json, undefined);
+  // The write of the same item elsewhere taught what the server adds: the same version is now in sync.
+  assert.deepEqual(judge(desired, HASH, entry, learnt), { inSync: true });
+  assert.equal(entry.baseline?.desiredHash, HASH);
+  assert.equal(entry.outOfSync, undefined);
+  // Other additions are not explained by it.
+  const other = decodeManaged(served("4", (o) => (o.data = { a: "1", b: "tenant" })), undefined);
+  const verdict = judge(desired, HASH, other, learnt);
+  assert.equal(verdict.inSync, false);
+  assert.equal(!verdict.inSync && verdict.unexplained, undefined, "explained as not the server's");
 });
