@@ -49,6 +49,8 @@ export const objectKey = (o: KubeObject): string =>
 export class Reflector<T> {
   readonly #store = new Map<string, Cached<T>>();
   #resourceVersion = "";
+  /** Events (bookmarks included) the current watch delivered: a watch that delivered any was healthy. */
+  #watchEvents = 0;
   #synced = false;
   #resolveSynced!: () => void;
   /** Resolves once the initial list has been stored. */
@@ -81,18 +83,16 @@ export class Reflector<T> {
    * before the watch delivers the change. The watch event later replaces it.
    */
   upsert(raw: KubeObject): void {
-    // The watch may already have delivered a later change by someone else: that copy is the truth.
-    const old = this.#store.get(objectKey(raw));
+    const key = objectKey(raw);
+    const old = this.#store.get(key);
     const rv = raw.metadata?.resourceVersion ?? "";
-    if (old && old.uid === raw.metadata?.uid && isOlder(rv, old.resourceVersion)) return;
+    // The watch may already have delivered a later change by someone else (an edit, or a delete and a new object
+    // of the same name): that copy is the truth. resourceVersions of one resource are ordered across objects.
+    if (old && isOlder(rv, old.resourceVersion)) return;
+    // Not in the store although the watch has passed this version: it was deleted (or lost our label) since.
+    if (!old && isAtLeast(this.#resourceVersion, rv)) return;
     const value = this.opts.decode(raw, sameObject(old, raw));
-    if (value !== undefined) {
-      this.#store.set(objectKey(raw), {
-        value,
-        resourceVersion: raw.metadata?.resourceVersion ?? "",
-        uid: raw.metadata?.uid,
-      });
-    }
+    if (value !== undefined) this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
   }
 
   /** Forgets an object we deleted, until the watch confirms it. */
@@ -103,33 +103,41 @@ export class Reflector<T> {
   /**
    * Runs until `signal` aborts. Failures back off exponentially with jitter (0.8 s doubling to 30 s, as client-go's
    * reflector does); only a healthy watch (one that delivered an event or stayed open for a while) resets it, so an
-   * API server outage costs a request every 30 s per resource, not several a second.
+   * API server outage costs a request every 30 s per resource, not several a second. A watch that ends in 410 Gone
+   * relists at once after a healthy watch, and backs off like any failure after one that was not (a server that
+   * answers every watch with 410 must not cost a full list a second).
    */
   async run(signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
+      let watchStarted = 0;
+      this.#watchEvents = 0;
+      const healthy = () =>
+        watchStarted > 0 && (this.#watchEvents > 0 || Date.now() - watchStarted >= HEALTHY_WATCH_MS);
+      let round: Round;
+      let error: unknown;
       try {
         if (!this.#resourceVersion) await this.#list(signal);
-        const started = Date.now();
-        const events = await this.#watch(signal);
+        watchStarted = Date.now();
+        await this.#watch(signal);
         this.lastError = undefined;
-        if (events > 0 || Date.now() - started >= HEALTHY_WATCH_MS) failures = 0;
-        // A watch that the server (or a proxy) closes at once, again and again, must not become a busy loop.
-        else await sleep(backoffMs(++failures), signal);
+        round = { healthy: healthy(), ended: "closed" };
       } catch (e) {
         if (signal.aborted) return;
         if (isGone(e)) {
           this.#resourceVersion = ""; // too old: relist, then resume watching
           this.opts.onWatchRestart?.("resourceVersion expired (410 Gone), relisting");
-          continue;
+          round = { healthy: healthy(), ended: "gone" };
+        } else {
+          this.lastError = error = e;
+          const retryAfterMs = e instanceof ApiError && e.retryAfterSeconds ? e.retryAfterSeconds * 1000 : 0;
+          round = { healthy: healthy(), ended: "failed", retryAfterMs };
         }
-        this.lastError = e;
-        failures++;
-        const retryAfter = e instanceof ApiError && e.retryAfterSeconds ? e.retryAfterSeconds * 1000 : 0;
-        const wait = Math.max(retryAfter, backoffMs(failures));
-        this.opts.onError?.(e, wait);
-        await sleep(wait, signal);
       }
+      const next = nextRound(failures, round);
+      failures = next.failures;
+      if (round.ended === "failed") this.opts.onError?.(error, next.waitMs);
+      if (next.waitMs > 0) await sleep(next.waitMs, signal);
     }
   }
 
@@ -188,8 +196,8 @@ export class Reflector<T> {
     }
   }
 
-  /** Watches until the server ends the stream; returns how many events arrived. */
-  async #watch(signal: AbortSignal): Promise<number> {
+  /** Watches until the server ends the stream, counting events in {@link Reflector.#watchEvents}. */
+  async #watch(signal: AbortSignal): Promise<void> {
     // The server ends a watch after timeoutSeconds; a random length spreads reconnects like client-go does.
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
     // A connection can die without a close (a NAT or proxy drops it). The server sends a bookmark about once a
@@ -197,7 +205,6 @@ export class Reflector<T> {
     const idleMs = this.opts.idleTimeoutMs ?? 150_000;
     const idle = new AbortController();
     let timer = setTimeout(() => idle.abort(), idleMs);
-    let count = 0;
     try {
       const events = this.client.watch(
         this.opts.path,
@@ -213,7 +220,7 @@ export class Reflector<T> {
       for await (const ev of events) {
         clearTimeout(timer);
         timer = setTimeout(() => idle.abort(), idleMs);
-        count++;
+        this.#watchEvents++;
         this.#apply(ev);
       }
     } catch (e) {
@@ -222,7 +229,6 @@ export class Reflector<T> {
     } finally {
       clearTimeout(timer);
     }
-    return count;
   }
 
   #apply(ev: WatchEvent): void {
@@ -259,6 +265,27 @@ export class Reflector<T> {
 /** A watch open this long without an error counts as healthy, even with no event (a quiet resource). */
 const HEALTHY_WATCH_MS = 10_000;
 
+/**
+ * How one list-and-watch round ended: the server closed the watch, answered 410 Gone (relist), or failed. Healthy:
+ * the watch delivered an event or stayed open for {@link HEALTHY_WATCH_MS}.
+ */
+export interface Round {
+  healthy: boolean;
+  ended: "closed" | "gone" | "failed";
+  retryAfterMs?: number;
+}
+
+/**
+ * The failures so far after `round`, and how long to wait before the next one. A healthy watch resets the count,
+ * whatever ended it; after one, a close or 410 goes on at once. Anything else backs off.
+ */
+export function nextRound(failures: number, round: Round): { failures: number; waitMs: number } {
+  const before = round.healthy ? 0 : failures;
+  if (round.ended !== "failed" && round.healthy) return { failures: 0, waitMs: 0 };
+  const after = before + 1;
+  return { failures: after, waitMs: Math.max(round.retryAfterMs ?? 0, backoffMs(after)) };
+}
+
 /** Jittered exponential backoff: 0.8 s, 1.6 s, 3.2 s, ... capped at 30 s, each +-20%. */
 export function backoffMs(failures: number): number {
   const base = Math.min(30_000, 800 * 2 ** Math.max(0, failures - 1));
@@ -285,4 +312,9 @@ function sameObject<T>(cached: Cached<T> | undefined, raw: KubeObject): T | unde
 function isOlder(rv: string, than: string): boolean {
   if (!/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
   return BigInt(rv) < BigInt(than);
+}
+
+function isAtLeast(rv: string, than: string): boolean {
+  if (!/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
+  return BigInt(rv) >= BigInt(than);
 }

@@ -1,0 +1,41 @@
+/** The reflector's retry decision after each list-and-watch round (see nextRound in lib/kube/reflector.ts). */
+import assert from "node:assert/strict";
+import { nextRound, type Round } from "../../lib/kube/reflector.ts";
+
+/** backoffMs(n) is 800 ms × 2^(n-1), at most 30 s, ±20 %. */
+const within = (ms: number, failures: number) => {
+  const base = Math.min(30_000, 800 * 2 ** (failures - 1));
+  return ms >= Math.floor(base * 0.8) && ms <= Math.ceil(base * 1.2);
+};
+
+const CASES: [string, number, Round, number, "none" | "backoff"][] = [
+  ["a healthy watch the server closed goes on at once", 5, { healthy: true, ended: "closed" }, 0, "none"],
+  ["a watch closed at once backs off", 2, { healthy: false, ended: "closed" }, 3, "backoff"],
+  ["410 after a healthy watch relists at once", 4, { healthy: true, ended: "gone" }, 0, "none"],
+  ["410 again and again backs off", 3, { healthy: false, ended: "gone" }, 4, "backoff"],
+  ["an error after a healthy watch starts the backoff over", 6, { healthy: true, ended: "failed" }, 1, "backoff"],
+  ["errors in a row grow the backoff", 6, { healthy: false, ended: "failed" }, 7, "backoff"],
+];
+
+for (const [name, failures, round, expected, wait] of CASES) {
+  Deno.test(`nextRound: ${name}`, () => {
+    const next = nextRound(failures, round);
+    assert.equal(next.failures, expected);
+    if (wait === "none") assert.equal(next.waitMs, 0);
+    else assert.ok(within(next.waitMs, expected), `${next.waitMs} ms for ${expected} failures`);
+  });
+}
+
+Deno.test("nextRound: Retry-After is honoured when longer than the backoff", () => {
+  assert.equal(nextRound(0, { healthy: false, ended: "failed", retryAfterMs: 20_000 }).waitMs, 20_000);
+  assert.ok(nextRound(0, { healthy: false, ended: "failed", retryAfterMs: 10 }).waitMs >= 640);
+});
+
+Deno.test("nextRound: the backoff never exceeds 36 s, however many failures", () => {
+  let failures = 0;
+  for (let i = 0; i < 100; i++) {
+    const next = nextRound(failures, { healthy: false, ended: i % 2 ? "gone" : "failed" });
+    assert.ok(next.waitMs <= 36_000);
+    failures = next.failures;
+  }
+});
