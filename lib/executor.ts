@@ -173,7 +173,9 @@ export class Executor {
       return { state: "synced", action: "none" };
     }
     const fightKey = `${resource.group}/${resource.resource}|${ref.namespace}/${name}`;
-    const restore = verdict?.restore === true;
+    const objectKey = `${ref.namespace}/${name}`;
+    // Deleted, or our label taken off, by someone else: writing it again is a restore too.
+    const restore = verdict?.restore === true || (!observed && this.caches.removedByOther(resource, objectKey));
     if (restore) {
       const wait = this.#fights.waitMs(fightKey);
       if (wait > 0) return { state: "synced", action: "none", retryInMs: wait };
@@ -183,7 +185,6 @@ export class Executor {
     const waiting = this.#backedOff(backoffKey, attempt);
     if (waiting) return waiting;
     const reason = verdict && !verdict.inSync ? verdict.reason : undefined;
-    const objectKey = `${ref.namespace}/${name}`;
     this.caches.beginWrite(resource, objectKey);
     const writing = this.#writeItem({ ...ref, itemKey, resource }, resource, desired, observed, reason, fail)
       .finally(() => this.caches.endWrite(resource, objectKey));
@@ -192,11 +193,12 @@ export class Executor {
       this.#learning.set(itemKey, learnt);
     }
     const result = await writing;
-    if (restore && result.state === "synced" && result.action !== "none") this.#countRestore(fightKey, ref, observed!);
+    if (result.state === "synced") this.caches.rewritten(resource, objectKey);
+    if (restore && result.state === "synced" && result.action !== "none") this.#countRestore(fightKey, ref, observed);
     return this.#remember(backoffKey, attempt, result);
   }
 
-  #countRestore(fightKey: string, ref: ItemRef, observed: CachedObject): void {
+  #countRestore(fightKey: string, ref: ItemRef, observed: CachedObject | undefined): void {
     const restores = this.#fights.restored(fightKey);
     if (restores < 2) return;
     this.hooks.onFight?.(ref.cfg.key);
@@ -207,7 +209,7 @@ export class Executor {
         {
           object: fightKey,
           namespace: ref.namespace,
-          manager: observed.manager ?? "(unknown)",
+          manager: observed ? observed.manager ?? "(unknown)" : "(it was deleted or unlabelled)",
           syncConfig: ref.cfg.key,
           maxDelayMs: this.hooks.maxFightDelayMs ?? 600_000,
         },

@@ -87,6 +87,8 @@ export class ResourceCaches {
   readonly #existing = new Map<string, Running<ExistingObject>>();
   /** Objects our own write is under way for: the versions that write produced, and the last version seen. */
   readonly #writing = new Map<string, { ours: Set<string>; seen?: string }>();
+  /** Objects an item names that someone else deleted or took our label off, until espejo writes them again. */
+  readonly #removed = new Set<string>();
 
   constructor(
     private readonly client: KubeClient,
@@ -106,11 +108,18 @@ export class ResourceCaches {
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           return decodeManaged(raw, previous, wanted);
         },
-        onChange: (_t, obj, _old, key) => {
+        onChange: (type, obj, _old, key) => {
           if (!cache.hasSynced) return;
           const writing = this.#writing.get(`${resourceKey(r)}|${key}`);
           if (writing) writing.seen = obj.resourceVersion;
-          else this.events.onManagedChange?.(namespaceOf(key));
+          // Objects no item names (anyone can label theirs) cause no work, whatever happens to them.
+          else if (obj.contentless) return;
+          else {
+            // Deleted or unlabelled by someone else (our own deletes forget the object first): writing it again is a
+            // restore, which backs off in a fight like any other.
+            if (type === "deleted") this.#noteRemoved(`${resourceKey(r)}|${key}`);
+            this.events.onManagedChange?.(namespaceOf(key));
+          }
         },
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
@@ -142,6 +151,22 @@ export class ResourceCaches {
     if (writing?.seen !== undefined && !writing.ours.has(writing.seen)) {
       this.events.onManagedChange?.(namespaceOf(objectKey));
     }
+  }
+
+  /** Whether someone else deleted `objectKey` (namespace/name) or took our label off since espejo last wrote it. */
+  removedByOther(r: ResourceInfo, objectKey: string): boolean {
+    return this.#removed.has(`${resourceKey(r)}|${objectKey}`);
+  }
+
+  /** espejo wrote `objectKey` again. */
+  rewritten(r: ResourceInfo, objectKey: string): void {
+    this.#removed.delete(`${resourceKey(r)}|${objectKey}`);
+  }
+
+  #noteRemoved(key: string): void {
+    this.#removed.delete(key); // re-inserted last: the oldest goes first when full (a namespace of 10,000 went)
+    if (this.#removed.size >= MAX_REMOVED) this.#removed.delete(this.#removed.values().next().value!);
+    this.#removed.add(key);
   }
 
   /** The metadata cache of every object of resource `r`, started if needed. */
@@ -205,6 +230,9 @@ export class ResourceCaches {
     return out;
   }
 }
+
+/** Removals remembered; a namespace deleted with more objects than this forgets its oldest (no restore follows). */
+const MAX_REMOVED = 10_000;
 
 /** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
 const MAX_HASH = 64;

@@ -12,6 +12,7 @@ import type { AuditEvent, Identity } from "../testenv/controlplane.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../testenv/shared.ts";
 import {
   auditNow,
+  counterValue,
   createNamespace,
   createSyncConfig,
   getObject,
@@ -436,7 +437,13 @@ Deno.test(
     try {
       await createSyncConfig(admin, cfgNs, "junk", configMapSpec(ns, "small", want));
       await waitSynced(admin, cfgNs, "junk", 1);
+      const unitsBefore = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" });
       await createJunk(tenant);
+      for (let i = 0; i < JUNK_COUNT; i += 4) {
+        await Promise.all(
+          Array.from({ length: 4 }, (_, j) => tenantPatch(tenant, cmPath(ns, `junk-${i + j}`), { data: { v: "2" } })),
+        );
+      }
       // Sentinel: one watch stream carries every labelled ConfigMap in order, so once espejo has seen (and reverted)
       // a change made after the last junk was created, the junk has been delivered to it too.
       await tenantPatch(tenant, cmPath(ns, "small"), { data: { small: "sentinel" } });
@@ -445,6 +452,8 @@ Deno.test(
         name: "junk",
       });
       await assertRetainedBelowLimit(ctl);
+      const units = (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" })) - unitsBefore;
+      assert.ok(units <= 3, `${units} namespace syncs for ${2 * JUNK_COUNT} junk changes and one sentinel (want <= 3)`);
       assert.equal(desired(await getObject(admin, cmPath(ns, "small"))), undefined, "the small item is still synced");
       await waitSynced(admin, cfgNs, "junk", 1);
     } finally {
@@ -535,6 +544,78 @@ Deno.test("Tenant fighting espejo over a ConfigMap gets few writes from it, and 
     admin.close();
   }
 });
+
+Deno.test(
+  "Tenant deleting and unlabelling a ConfigMap again and again gets few writes from it, and loses",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("tenant-remove");
+    await createNamespace(admin, ns);
+    const tenant = await createTenant(c, admin, ns);
+    const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: INTERVAL_MS });
+    const want = { v: "desired" };
+    const path = cmPath(ns, "removed");
+    try {
+      await createSyncConfig(admin, cfgNs, "remove", configMapSpec(ns, "removed", want));
+      await waitSynced(admin, cfgNs, "remove", 1);
+      const since = auditNow();
+      const start = Date.now();
+      let removals = 0;
+      // Pacing, not synchronisation: every 0.5 s for 15 s, delete the object or take espejo's label off, whichever
+      // finds it (404: espejo has not written it back yet, nothing to remove).
+      for (let i = 0; i < 30; i++) {
+        try {
+          if (i % 2) {
+            await tenant.client.request({
+              method: "PATCH",
+              path,
+              contentType: "application/merge-patch+json",
+              body: { metadata: { labels: { [MANAGED_LABEL]: null } } },
+            });
+          } else await tenant.client.request({ method: "DELETE", path });
+          removals++;
+        } catch (e) {
+          if (!(e instanceof ApiError && e.code === 404)) throw e;
+        }
+        const next = start + (i + 1) * 500;
+        await new Promise((r) => setTimeout(r, Math.max(0, next - Date.now())));
+      }
+      const until = auditNow();
+      assert.ok(removals >= 10, `the tenant removed the object ${removals} times`);
+      await converges(
+        admin,
+        path,
+        (o) =>
+          configMapMismatch(want, `${cfgNs}/remove`)(o) ??
+            (o?.metadata?.labels?.[MANAGED_LABEL] ? undefined : "no label"),
+        "the removed ConfigMap to be back as desired",
+        { ns: cfgNs, name: "remove" },
+      );
+      const writes = (await requestsBy(c, ctl.identity, since)).filter((e) => {
+        if (e.requestReceivedTimestamp > until) return false;
+        const uriPath = e.requestURI.split("?")[0];
+        if (e.verb === "update" || e.verb === "patch") return uriPath === path;
+        return e.verb === "create" && uriPath === `/api/v1/namespaces/${ns}/configmaps` &&
+          e.objectRef?.name === "removed";
+      });
+      assert.ok(
+        writes.length <= 12,
+        `espejo wrote the object ${writes.length} times during the tenant's ${removals} removals in 15 s (want at most 12): ${
+          writes.map((e) => `${e.requestReceivedTimestamp.slice(11, 23)} ${e.verb} ${e.responseStatus?.code}`).join(
+            ", ",
+          )
+        }`,
+      );
+    } finally {
+      await ctl.stop();
+      tenant.client.close();
+      admin.close();
+    }
+  },
+);
 
 Deno.test("Tenant cannot hide a change made while espejo is down by stripping managedFields", opts, async () => {
   const c = await testCluster();
