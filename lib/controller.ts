@@ -652,7 +652,16 @@ export class Controller {
    */
   async #statusLoop(signal: AbortSignal): Promise<void> {
     for (;;) {
-      if (!this.#statusWanted) await new Promise<void>((resolve) => (this.#statusWake = resolve));
+      if (!this.#statusWanted) {
+        // Woken by a kick, or when a status held back by its SyncConfig's ongoing work must be written anyway.
+        const holdMs = this.#status.untilHoldEndsMs();
+        let timer: number | undefined;
+        await new Promise<void>((resolve) => {
+          this.#statusWake = resolve;
+          if (holdMs !== undefined) timer = setTimeout(resolve, holdMs);
+        });
+        clearTimeout(timer);
+      }
       this.#statusWake = undefined;
       // Gathers the kicks of units finishing at about the same time into one flush.
       await new Promise((r) => setTimeout(r, STATUS_GATHER_MS));

@@ -95,7 +95,7 @@ export class Executor {
 
   #backedOff(key: string, hash: string): ItemResult | undefined {
     const b = this.#backoff.get(key);
-    return b && b.hash === hash && Date.now() < b.until ? b.result : undefined;
+    return b && b.hash === hash && performance.now() < b.until ? b.result : undefined;
   }
 
   #remember(key: string, hash: string, result: ItemResult): ItemResult {
@@ -105,7 +105,7 @@ export class Executor {
     }
     const attempts = (this.#backoff.get(key)?.hash === hash ? this.#backoff.get(key)!.attempts : 0) + 1;
     if (this.#backoff.size >= MAX_BACKOFF_ENTRIES) this.#backoff.delete(this.#backoff.keys().next().value!);
-    this.#backoff.set(key, { hash, attempts, until: Date.now() + backoffDelayMs(attempts), result });
+    this.#backoff.set(key, { hash, attempts, until: performance.now() + backoffDelayMs(attempts), result });
     return result;
   }
 

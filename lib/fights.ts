@@ -12,7 +12,7 @@ export class FightBook {
 
   constructor(
     private readonly maxDelayMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => performance.now(),
     private readonly maxEntries = 100_000,
   ) {}
 

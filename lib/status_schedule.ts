@@ -5,18 +5,25 @@
  * another SyncConfig's thousands of writes take.
  *
  * A SyncConfig's own work is the namespaces queued because of it (its change, an interval pass, a namespace event
- * it selects). Retries are not: a permanently failing item must not hold the status back for ever.
+ * it selects). Retries are not: a permanently failing item must not hold the status back for ever. Nor may a steady
+ * stream of namespace events: a status is held back at most `maxHoldMs` after it became dirty.
  */
 export class StatusSchedule {
-  readonly #dirty = new Set<string>();
+  /** By SyncConfig key: when its status became dirty. */
+  readonly #dirty = new Map<string, number>();
   /** By SyncConfig key: namespaces queued as its work and not finished yet. */
   readonly #pending = new Map<string, Set<string>>();
   /** SyncConfigs whose namespaces are still being queued (their work is not all known yet). */
   readonly #queueing = new Set<string>();
 
+  constructor(
+    private readonly maxHoldMs = 10_000,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
   /** The status of `cfgKey` may have changed. */
   markDirty(cfgKey: string): void {
-    this.#dirty.add(cfgKey);
+    if (!this.#dirty.has(cfgKey)) this.#dirty.set(cfgKey, this.now());
   }
 
   /** `namespace` was queued as work of each of `cfgKeys`. */
@@ -46,11 +53,21 @@ export class StatusSchedule {
     this.#queueing.delete(cfgKey);
   }
 
-  /** Dirty SyncConfigs whose own work is done; they are no longer dirty once taken. */
+  /** Dirty SyncConfigs whose own work is done, or that were held back long enough; not dirty once taken. */
   takeReady(): string[] {
-    const ready = [...this.#dirty].filter((k) => !this.#pending.has(k) && !this.#queueing.has(k));
+    const now = this.now();
+    const ready = [...this.#dirty].filter(([k, since]) =>
+      (!this.#pending.has(k) && !this.#queueing.has(k)) || now - since >= this.maxHoldMs
+    ).map(([k]) => k);
     for (const k of ready) this.#dirty.delete(k);
     return ready;
+  }
+
+  /** How long until the oldest dirty status must be written whatever its work (undefined: none is dirty). */
+  untilHoldEndsMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const since of this.#dirty.values()) oldest = Math.min(oldest ?? since, since);
+    return oldest === undefined ? undefined : Math.max(0, oldest + this.maxHoldMs - this.now());
   }
 
   /** Namespaces still pending for `cfgKey` (for tests and logs). */

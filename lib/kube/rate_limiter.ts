@@ -15,7 +15,12 @@ export class TokenBucket {
   readonly #normal: Waiter[] = [];
   #timer?: ReturnType<typeof setTimeout>;
 
-  constructor(readonly qps: number, readonly burst: number, private readonly now: () => number = Date.now) {
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+    // Monotonic: a wall clock stepped back (NTP) would stall every request until it catches up.
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.#tokens = burst;
     this.#last = now();
   }

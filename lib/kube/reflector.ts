@@ -113,12 +113,12 @@ export class Reflector<T> {
       let watchStarted = 0;
       this.#watchEvents = 0;
       const healthy = () =>
-        watchStarted > 0 && (this.#watchEvents > 0 || Date.now() - watchStarted >= HEALTHY_WATCH_MS);
+        watchStarted > 0 && (this.#watchEvents > 0 || performance.now() - watchStarted >= HEALTHY_WATCH_MS);
       let round: Round;
       let error: unknown;
       try {
         if (!this.#resourceVersion) await this.#list(signal);
-        watchStarted = Date.now();
+        watchStarted = performance.now();
         await this.#watch(signal);
         this.lastError = undefined;
         round = { healthy: healthy(), ended: "closed" };

@@ -6,7 +6,9 @@ type Clock = ReturnType<ReturnType<typeof FakeTimers.withGlobal>["install"]>;
 
 function withClock(fn: (clock: Clock) => Promise<void>): () => Promise<void> {
   return async () => {
-    const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    const clock = FakeTimers.withGlobal(globalThis).install({
+      toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
+    });
     try {
       await fn(clock);
     } finally {
