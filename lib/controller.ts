@@ -460,7 +460,10 @@ export class Controller {
         wrote ||= results[i].wrote;
         const wait = results[i].retryInMs;
         if (wait !== undefined) retryInMs = Math.min(retryInMs ?? wait, wait);
-        // Another worker may have seen the SyncConfig deleted or made invalid meanwhile: its counts are gone.
+        // Another worker may have seen the SyncConfig deleted, made invalid or changed meanwhile: its counts are gone,
+        // or belong to the new generation, whose own unit of this namespace is queued.
+        const current = this.#compiled.get(cfg.key)?.result;
+        if (!current?.ok || current.config !== cfg) return;
         const byNs = this.#outcomes.get(cfg.key);
         if (!byNs) return;
         const before = byNs.get(name);

@@ -5,7 +5,7 @@
  */
 import type { SyncConfig } from "./types/syncconfig.ts";
 import { compileNamespaceSelector, type NamespaceSelector, SelectorError } from "./selector.ts";
-import { isObject, type KubeObject, SERVER_OWNED_METADATA } from "./objects.ts";
+import { isObject, type KubeObject, SERVER_OWNED_METADATA, splitApiVersion } from "./objects.ts";
 
 export type { SyncConfig };
 
@@ -84,6 +84,7 @@ export function compileSyncConfig(cfg: SyncConfig): CompileResult {
       at = `.spec.syncItems[${index}]`;
       return compileSyncItem(raw, index);
     });
+    markShadowed(syncItems);
     at = ".spec.deleteItems";
     const deleteItems = (spec.deleteItems ?? []).map((raw, index) => {
       at = `.spec.deleteItems[${index}]`;
@@ -106,6 +107,22 @@ export function compileSyncConfig(cfg: SyncConfig): CompileResult {
     };
   } catch (e) {
     return invalid(`${at} cannot be compiled: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+  }
+}
+
+/**
+ * Two items naming the same object (same API group, kind and name) would overwrite each other on every pass. The
+ * Go espejo applied both, so the last one won: that one is kept, the earlier ones fail naming it.
+ */
+function markShadowed(items: SyncItemSpec[]): void {
+  const last = new Map<string, number>();
+  const identity = (i: SyncItemSpec) => `${splitApiVersion(i.apiVersion).group}|${i.kind}|${i.name}`;
+  for (const item of items) if (!item.problem) last.set(identity(item), item.index);
+  for (const item of items) {
+    const winner = last.get(identity(item));
+    if (item.problem || winner === undefined || winner === item.index) continue;
+    item.problem = `.spec.syncItems[${item.index}] (${item.kind} ${item.name}) names the same object as ` +
+      `.spec.syncItems[${winner}], which is synced instead (both would be written on every pass)`;
   }
 }
 

@@ -452,3 +452,36 @@ Deno.test("compileSyncConfig never throws, whatever the spec", () => {
     { numRuns: 500 },
   );
 });
+
+Deno.test("compileSyncConfig keeps the last of two items naming the same object and fails the earlier one", () => {
+  const config_ = compiled(compileSyncConfig(config({
+    namespaceSelector: { matchNames: ["x"] },
+    syncItems: [
+      { apiVersion: "networking.k8s.io/v1beta1", kind: "NetworkPolicy", metadata: { name: "deny" } },
+      { ...CM, metadata: { name: "cm-${PROJECT_NAME}" } },
+      { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", metadata: { name: "deny" } },
+      { ...CM, metadata: { name: "cm-${PROJECT_NAME}" }, data: { a: "2" } },
+      { ...CM, metadata: { name: "other" } },
+      { apiVersion: "example.com/v1", kind: "ConfigMap", metadata: { name: "other" } },
+    ],
+  })));
+  assert.deepEqual(config_.syncItems.map((i) => i.problem), [
+    ".spec.syncItems[0] (NetworkPolicy deny) names the same object as .spec.syncItems[2], which is synced instead " +
+    "(both would be written on every pass)",
+    ".spec.syncItems[1] (ConfigMap cm-${PROJECT_NAME}) names the same object as .spec.syncItems[3], which is " +
+    "synced instead (both would be written on every pass)",
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+  ]);
+});
+
+Deno.test("compileSyncConfig does not let an item with a problem shadow a valid one", () => {
+  const config_ = compiled(compileSyncConfig(config({
+    namespaceSelector: { matchNames: ["x"] },
+    syncItems: [CM, { ...CM, data: { a: 1 } }],
+  })));
+  assert.equal(config_.syncItems[0].problem, undefined);
+  assert.match(config_.syncItems[1].problem ?? "", /data\["a"\] is not a string/);
+});
