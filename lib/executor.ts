@@ -312,8 +312,13 @@ export class Executor {
       return { state: "synced", action: "update", reason };
     } catch (e) {
       if (isConflict(e)) {
-        // Our cached copy was stale: read the current version once and try again.
+        // Our cached copy was stale: read the current version once and try again, unless another SyncConfig with
+        // an item for the object has taken it meanwhile.
         const current = await this.client.request<KubeObject>({ method: "GET", path });
+        const owner = current.metadata?.annotations?.[OWNER_ANNOTATION];
+        if (this.#ownedByOther(owner, ref, ref.resource, desired.metadata!.name!)) {
+          throw new Error(alreadyManaged(owner!)); // the caller names the item and namespace
+        }
         const updated = await this.#write("PUT", path, body(liveParts(current)));
         this.#stored(cache, updated, desired, ref);
         this.hooks.onWrite?.("update");

@@ -38,7 +38,7 @@ abstract class Metric<L extends string> {
   }
 
   /** Labels in the declared order (as prom-client writes them), so a series has one key and one spelling. */
-  #clean(labels: Labels<L> | undefined): Record<string, string> {
+  protected clean(labels: Labels<L> | undefined): Record<string, string> {
     const rank = (k: string) => (this.#labelNames.includes(k) ? this.#labelNames.indexOf(k) : this.#labelNames.length);
     const clean: Record<string, string> = {};
     for (const k of Object.keys(labels ?? {}).sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))) {
@@ -48,7 +48,7 @@ abstract class Metric<L extends string> {
   }
 
   protected entry(labels: Labels<L> | undefined): { labels: Record<string, string>; value: number } {
-    const clean = this.#clean(labels);
+    const clean = this.clean(labels);
     const key = JSON.stringify(clean);
     let e = this.series.get(key);
     if (!e) this.series.set(key, e = { labels: clean, value: 0 });
@@ -57,7 +57,7 @@ abstract class Metric<L extends string> {
 
   /** Forgets the series with exactly these labels. */
   remove(labels: Labels<L>): void {
-    this.series.delete(JSON.stringify(this.#clean(labels)));
+    this.series.delete(JSON.stringify(this.clean(labels)));
   }
 
   get(): { values: Sample[] } {
@@ -103,6 +103,11 @@ export class Histogram<L extends string = never> extends Metric<L> {
     for (let i = 0; i < this.#buckets.length; i++) if (value! <= this.#buckets[i]) h.buckets[i]++;
     h.sum += value!;
     h.n++;
+  }
+
+  override remove(labels: Labels<L>): void {
+    super.remove(labels);
+    this.#counts.delete(JSON.stringify(this.clean(labels)));
   }
 
   override get(): { values: Sample[] } {

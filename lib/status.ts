@@ -38,29 +38,31 @@ function condition(
   reason: string,
   message: string,
   now: string,
+  /** Kept whole when the message is cut (how many more items failed). */
+  suffix = "",
 ): Condition {
   const before = previous.find((c) => c.type === type);
   const lastTransitionTime = before && before.status === status && before.lastTransitionTime
     ? before.lastTransitionTime
     : now;
-  return { type, status, reason, message: bounded(message), lastTransitionTime };
+  return { type, status, reason, message: bounded(message, suffix), lastTransitionTime };
 }
 
 /** The CRD (metav1.Condition) limits a condition message to 32768 characters; a longer status is refused whole. */
 export const MAX_CONDITION_MESSAGE = 32768;
 
-function bounded(message: string): string {
-  if (message.length <= MAX_CONDITION_MESSAGE) return message;
-  let end = MAX_CONDITION_MESSAGE - 3;
+/** Cuts `message` to the CRD's limit; `suffix` (how many more failed) is kept whole after the cut. */
+function bounded(message: string, suffix = ""): string {
+  if (message.length + suffix.length <= MAX_CONDITION_MESSAGE) return message + suffix;
+  let end = MAX_CONDITION_MESSAGE - 3 - suffix.length;
   // Never split a surrogate pair: half a character is not valid UTF-8 on the wire.
   if (/[\ud800-\udbff]/.test(message[end - 1])) end--;
-  return `${message.slice(0, end)}...`;
+  return `${message.slice(0, end)}...${suffix}`;
 }
 
-function summarize(errors: string[]): string {
-  if (errors.length === 0) return "";
-  const more = errors.length > 1 ? ` (and ${errors.length - 1} more failed items)` : "";
-  return errors[0] + more;
+/** The first error, and how many more there are (kept when the first is cut). */
+function summarize(errors: string[]): { first: string; more: string } {
+  return { first: errors[0] ?? "", more: errors.length > 1 ? ` (and ${errors.length - 1} more failed items)` : "" };
 }
 
 /** The status for an invalid spec: counts zero, Invalid=True with the message, Ready=False. */
@@ -82,21 +84,15 @@ export function syncedStatus(previous: SyncConfigStatus | undefined, o: Outcome,
   const conditions: Condition[] = [];
   if (errored) {
     conditions.push(condition(prev, "Ready", "False", Reasons.failed, "Synchronization failed", now));
-    conditions.push(
-      condition(
-        prev,
-        "Errored",
-        "True",
-        Reasons.failedWithError,
-        `Could not sync or delete any items: ${summarize(o.errors)}`,
-        now,
-      ),
-    );
+    const { first, more } = summarize(o.errors);
+    const message = `Could not sync or delete any items: ${first}`;
+    conditions.push(condition(prev, "Errored", "True", Reasons.failedWithError, message, now, more));
   } else {
+    const { first, more } = summarize(o.errors);
     const message = o.failed > 0
-      ? `Synchronization completed with ${o.failed} failed items: ${summarize(o.errors)}`
+      ? `Synchronization completed with ${o.failed} failed items: ${first}`
       : "Synchronization completed successfully";
-    conditions.push(condition(prev, "Ready", "True", Reasons.succeeded, message, now));
+    conditions.push(condition(prev, "Ready", "True", Reasons.succeeded, message, now, o.failed > 0 ? more : ""));
     if (prev.some((c) => c.type === "Errored")) {
       conditions.push(condition(prev, "Errored", "False", Reasons.succeeded, "", now));
     }

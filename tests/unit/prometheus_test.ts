@@ -79,3 +79,14 @@ Deno.test("Labels are written in the declared order, whatever order inc was give
   c.inc({ resource: "configmaps", code: "201", verb: "POST" });
   assert.match(registry.metrics(), /^r\{verb="POST",resource="configmaps",code="201"\} 2$/m);
 });
+
+Deno.test("Histogram remove forgets the series' buckets too", () => {
+  const registry = new Registry();
+  const h = new Histogram({ name: "r_seconds", help: "r", labelNames: ["t"] as const, registers: [registry] });
+  h.observe({ t: "gone" }, 1);
+  h.observe({ t: "kept" }, 1);
+  h.remove({ t: "gone" });
+  const text = registry.metrics();
+  assert.doesNotMatch(text, /t="gone"/);
+  assert.match(text, /^r_seconds_count\{t="kept"\} 1$/m);
+});

@@ -288,3 +288,17 @@ Deno.test("condition messages are cut to the CRD's 32768 characters, never insid
   const short = invalidStatus(undefined, "short", T1);
   assert.equal(cond(short, "Invalid")!.message, "short");
 });
+
+Deno.test("a cut failure message keeps how many more items failed", () => {
+  const first = "e".repeat(2 * MAX_CONDITION_MESSAGE);
+  for (
+    const [status, type] of [[syncedStatus(undefined, outcome(1, 0, 3, [first, "b", "c"]), T1), "Ready"], [
+      syncedStatus(undefined, outcome(0, 0, 3, [first, "b", "c"]), T1),
+      "Errored",
+    ]] as const
+  ) {
+    const message = cond(status, type)!.message;
+    assert.ok(message.length <= MAX_CONDITION_MESSAGE, `${type}: ${message.length}`);
+    assert.ok(message.endsWith("... (and 2 more failed items)"), `${type}: ${message.slice(-40)}`);
+  }
+});
