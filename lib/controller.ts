@@ -658,7 +658,7 @@ export class Controller {
       if (!this.#statusWanted) {
         // Woken by a kick, or when a status held back by its SyncConfig's ongoing work must be written anyway.
         const holdMs = this.#status.untilHoldEndsMs();
-        let timer: number | undefined;
+        let timer: ReturnType<typeof setTimeout> | undefined;
         await new Promise<void>((resolve) => {
           this.#statusWake = resolve;
           if (holdMs !== undefined) timer = setTimeout(resolve, holdMs);
