@@ -30,6 +30,15 @@ Deno.test("A deletion stays counted: the echo of espejo's own writes causes no s
     await createNamespace(admin, ns);
     await createNamespace(admin, other);
     await admin.request({ method: "POST", path: `/api/v1/namespaces/${ns}/configmaps`, body: cm("legacy") });
+    await createSyncConfig(admin, cfgNs, "sentinel", {
+      namespaceSelector: { matchNames: [other] },
+      syncItems: [cm("marker")],
+    });
+    await eventually(
+      async () => (await statusOf(admin, cfgNs, "sentinel")).synchronizedItemCount === 1,
+      20_000,
+      "the sentinel",
+    );
     await createSyncConfig(admin, cfgNs, "cleanup", {
       namespaceSelector: { matchNames: [ns] },
       syncItems: [cm("info"), cm("more")],
@@ -43,12 +52,13 @@ Deno.test("A deletion stays counted: the echo of espejo's own writes causes no s
       20_000,
       "status counting 2 synchronized and 1 deleted",
     );
-    // A labelled object in a namespace nobody selects: its event comes after the echoes of the creates above on the
-    // same watch, so once its unit has run, every echo has been seen.
+    // A change to another SyncConfig's object in another namespace: its event comes after the echoes of the creates
+    // above on the same watch, so once its unit has run, every echo has been seen.
     await admin.request({
-      method: "POST",
-      path: `/api/v1/namespaces/${other}/configmaps`,
-      body: cm("marker", { "sync.appuio.ch/managed-by": "espejo" }),
+      method: "PATCH",
+      path: `/api/v1/namespaces/${other}/configmaps/marker`,
+      contentType: "application/merge-patch+json",
+      body: { data: { k: "changed" } },
     });
     await eventually(
       async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" })) >= 1,
