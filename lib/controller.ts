@@ -23,6 +23,7 @@ import { Executor, type ItemAction, type ItemResult } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual, type KubeObject } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
+import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
 import { ResourceCaches } from "./resource_caches.ts";
 import { SelectionIndex } from "./selection_index.ts";
 import { StatusSchedule } from "./status_schedule.ts";
@@ -42,9 +43,6 @@ const log = getLogger(["espejo", "controller"]);
 
 export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
 
-/** Queue priorities: lower goes first. */
-export const Priority = { namespace: 0, syncConfig: 1, interval: 2 } as const;
-const TRIGGER = ["namespace", "syncconfig", "interval"];
 /** Warning events per SyncConfig and status flush, one per distinct item failure; the status counts them all. */
 const MAX_FAILURE_EVENTS = 25;
 /** How long the status writer waits after a kick, to write once for units that end together. */
@@ -80,7 +78,7 @@ export interface ControllerOptions {
 export class Controller {
   readonly namespaces: Reflector<NamespaceInfo>;
   readonly syncConfigs: Reflector<SyncConfig>;
-  readonly queue = new WorkQueue<string>(3);
+  readonly queue = new WorkQueue<string, Trigger>(PRIORITIES);
   /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
   readonly #compiled = new Map<string, { generation: number; uid: string; result: CompileResult }>();
   readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
@@ -134,7 +132,7 @@ export class Controller {
         if (type === "deleted" || sc.metadata?.generation !== old?.metadata?.generation) {
           // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
           this.#freshness.changedEverywhere();
-          this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
+          this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
         }
       },
       onWatchRestart: (reason) => this.#watchRestart("syncconfigs", reason),
@@ -187,7 +185,7 @@ export class Controller {
     });
     await (this.opts.leadership?.(signal) ?? Promise.resolve());
     if (signal.aborted) return;
-    for (const sc of this.syncConfigs.values()) this.queue.add(`cfg/${keyOf(sc)}`, Priority.syncConfig);
+    for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = this.#intervalLoop(signal);
     const statusWriter = this.#statusLoop(signal);
     const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
@@ -204,19 +202,21 @@ export class Controller {
       const next = await this.queue.get();
       if (!next) return;
       const { key, priority } = next;
-      this.opts.metrics.queueWait.observe({ trigger: TRIGGER[priority] ?? "interval" }, next.waitedMs / 1000);
+      const trigger = next.tag ?? "interval";
+      const item = workItemOf(key);
+      this.opts.metrics.queueWait.observe({ trigger }, next.waitedMs / 1000);
       this.opts.metrics.compat.taken(next.waitedMs / 1000);
       const unit = { since: Date.now() };
       this.#inFlight.add(unit);
       try {
-        if (key.startsWith("cfg/")) {
-          this.#syncConfigChanged(key.slice(4));
-          await this.#enqueueSelected(key.slice(4));
-        } else if (key.startsWith("ns/")) await this.#syncNamespace(key.slice(3), priority);
+        if (item.kind === "syncConfig") {
+          this.#syncConfigChanged(item.key);
+          await this.#enqueueSelected(item.key);
+        } else await this.#syncNamespace(item.name, trigger);
       } catch (e) {
         // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
         log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
-        this.queue.addAfter(key, priority, 5_000);
+        this.queue.addAfter(key, priority, 5_000, "retry");
       } finally {
         this.queue.done(key);
         this.#inFlight.delete(unit);
@@ -247,7 +247,7 @@ export class Controller {
         else {
           pass.pending.add(ns.name);
           this.#status.queued(this.#selectingConfigs(ns), ns.name);
-          this.queue.add(`ns/${ns.name}`, Priority.interval);
+          this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
         }
       }
       if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
@@ -264,6 +264,7 @@ export class Controller {
       this.#selection.forget(ns.name);
       for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#status.markDirty(cfgKey);
       this.#retries.delete(`ns/${ns.name}`);
+      this.#executor?.forgetNamespace(ns.name);
       this.#status.finished(ns.name);
       this.#kickStatus();
       return;
@@ -277,8 +278,11 @@ export class Controller {
     this.#freshness.changedIn(name);
     if (this.#compiled.size === 0) return;
     const ns = this.namespaces.get(name);
+    // A namespace no SyncConfig selects or counted before has nothing to sync (a SyncConfig that changes queues
+    // what it selects itself).
+    if (ns && !this.#targetedByAny(ns)) return;
     if (ns) this.#status.queued(this.#selectingConfigs(ns), name);
-    this.queue.add(`ns/${name}`, Priority.namespace);
+    this.#enqueue({ kind: "namespace", name }, "namespace");
   }
 
   #targetedByAny(ns: NamespaceInfo): boolean {
@@ -312,6 +316,7 @@ export class Controller {
       this.#outcomes.delete(key);
       this.#changes.delete(key);
       this.#status.forget(key);
+      this.#executor?.forgetConfig(key);
       for (const state of ["synchronized", "deleted", "failed"]) {
         this.opts.metrics.items.remove({ syncconfig: key, state });
       }
@@ -324,6 +329,7 @@ export class Controller {
     if (!entry || entry.generation !== generation || entry.uid !== uid) {
       entry = { generation, uid, result: compileSafely(sc, key) };
       this.#compiled.set(key, entry);
+      this.#executor?.forgetConfig(key); // a new generation is tried at once, in every namespace
       this.#specChanged();
       const result = entry.result;
       if (!result.ok) log.warn("{message}", { syncConfig: key, message: result.message });
@@ -383,7 +389,7 @@ export class Controller {
         const byNs = this.#outcomes.get(key);
         if (ns.phase === "Active" && config.selector.selects(ns)) {
           this.#status.queued([key], ns.name);
-          this.queue.add(`ns/${ns.name}`, Priority.syncConfig);
+          this.#enqueue({ kind: "namespace", name: ns.name }, "syncconfig");
         } else if (byNs?.delete(ns.name)) this.#status.markDirty(key);
       }
     } finally {
@@ -430,10 +436,13 @@ export class Controller {
     return this.#caches?.retainedContentBytes() ?? 0;
   }
 
+  #enqueue(item: WorkItem, trigger: Trigger): void {
+    this.queue.add(workKey(item), PRIORITY[trigger], trigger);
+  }
+
   /** Syncs one namespace against every valid SyncConfig: the unit of work. */
-  async #syncNamespace(name: string, priority: number): Promise<void> {
+  async #syncNamespace(name: string, trigger: Trigger): Promise<void> {
     const started = performance.now();
-    const trigger = TRIGGER[priority] ?? "interval";
     const inputsAt = this.#freshness.begin();
     let retry = false;
     let failed = true;
@@ -483,13 +492,18 @@ export class Controller {
       this.#kickStatus();
       this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry && retryInMs === undefined, Date.now());
       const key = `ns/${name}`;
-      if (retry || failed) {
+      if (retry) {
         const n = (this.#retries.get(key) ?? 0) + 1;
         this.#retries.set(key, n);
-        this.queue.addAfter(key, Priority.namespace, Math.min(300_000, 1000 * 2 ** (n - 1), retryInMs ?? Infinity));
+        this.queue.addAfter(
+          key,
+          PRIORITY.retry,
+          Math.min(300_000, 1000 * 2 ** (n - 1), retryInMs ?? Infinity),
+          "retry",
+        );
       } else {
         this.#retries.delete(key);
-        if (retryInMs !== undefined) this.queue.addAfter(key, Priority.namespace, retryInMs);
+        if (retryInMs !== undefined) this.queue.addAfter(key, PRIORITY.retry, retryInMs, "retry");
       }
       const seconds = (performance.now() - started) / 1000;
       this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
@@ -519,7 +533,7 @@ export class Controller {
       const known = this.#compiled.get(key)!;
       if (!sc || known.generation !== generation || known.uid !== sc.metadata?.uid) {
         this.#syncConfigChanged(key);
-        if (sc) this.queue.add(`cfg/${key}`, Priority.syncConfig);
+        if (sc) this.#enqueue({ kind: "syncConfig", key }, "syncconfig");
       }
     }
     return this.#compiled;
@@ -540,7 +554,7 @@ export class Controller {
         const message = `SyncConfig ${cfg.key}: ${field} in namespace ${namespace}: unexpected error: ${
           e instanceof Error ? e.message : e
         }`;
-        return { state: "failed", message };
+        return { state: "failed", message, terminal: false };
       }
     };
     const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
@@ -593,9 +607,9 @@ export class Controller {
         outcome.failed++;
         outcome.errors.push(r.message);
         details.push(r.detail ?? r.message);
-        // Every failure requeues the namespace with backoff; the executor's per-item backoff keeps a rejected write
-        // from being sent again before its time, and a transient error is retried without waiting for a pass.
-        retry = true;
+        // A transient failure requeues the namespace with backoff, so it is retried without waiting for a pass.
+        // A terminal one waits for a change (the next pass finds its attempt in the retry book: no request).
+        retry ||= !r.terminal;
       }
     }
     return { outcome, details, retry, wrote, retryInMs };

@@ -16,7 +16,7 @@ export class Metrics {
   });
   readonly syncs = new client.Counter({
     name: "espejo_syncs_total",
-    help: "Units of work (one namespace) synced, by trigger (namespace, syncconfig, interval) and result",
+    help: "Units of work (one namespace) synced, by trigger (namespace, syncconfig, interval, retry) and result",
     labelNames: ["trigger", "result"] as const,
     registers: [this.registry],
   });

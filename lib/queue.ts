@@ -4,14 +4,16 @@
  * - a key added while it is being processed is processed once more afterwards;
  * - a key is never handed out twice at the same time;
  * - lower priority numbers go first, and adding a queued key with a lower number promotes it, so a namespace
- *   event overtakes the remaining units of a full pass.
+ *   event overtakes the remaining units of a full pass;
+ * - a key carries a tag (why it was queued: the metrics' trigger), that of the add that gave it its priority.
  */
-export class WorkQueue<K> {
+export class WorkQueue<K, T = undefined> {
   readonly #levels: Set<K>[];
   readonly #queued = new Map<K, number>();
   readonly #queuedAt = new Map<K, number>();
   readonly #processing = new Set<K>();
-  readonly #readdAfterDone = new Map<K, number>();
+  readonly #readdAfterDone = new Map<K, { priority: number; tag?: T }>();
+  readonly #tags = new Map<K, T | undefined>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   #waiters: (() => void)[] = [];
   #shutDown = false;
@@ -20,12 +22,13 @@ export class WorkQueue<K> {
     this.#levels = Array.from({ length: priorities }, () => new Set<K>());
   }
 
-  /** Queues `key` at `priority` (0 = most urgent). */
-  add(key: K, priority: number): void {
+  /** Queues `key` at `priority` (0 = most urgent), tagged `tag`. */
+  add(key: K, priority: number, tag?: T): void {
     if (this.#shutDown) return;
     const p = Math.max(0, Math.min(this.priorities - 1, priority));
     if (this.#processing.has(key)) {
-      this.#readdAfterDone.set(key, Math.min(p, this.#readdAfterDone.get(key) ?? p));
+      const pending = this.#readdAfterDone.get(key);
+      if (!pending || p < pending.priority) this.#readdAfterDone.set(key, { priority: p, tag });
       return;
     }
     const current = this.#queued.get(key);
@@ -35,16 +38,17 @@ export class WorkQueue<K> {
     }
     this.#levels[p].add(key);
     this.#queued.set(key, p);
+    this.#tags.set(key, tag);
     if (current === undefined) this.#queuedAt.set(key, performance.now());
     this.#wake();
   }
 
   /** Queues `key` after `ms` milliseconds (for backoff). */
-  addAfter(key: K, priority: number, ms: number): void {
+  addAfter(key: K, priority: number, ms: number, tag?: T): void {
     if (this.#shutDown) return;
     const t = setTimeout(() => {
       this.#timers.delete(t);
-      this.add(key, priority);
+      this.add(key, priority, tag);
     }, ms);
     this.#timers.add(t);
   }
@@ -53,7 +57,7 @@ export class WorkQueue<K> {
    * The next key, its priority and how long it waited; waits while empty; undefined after {@link shutdown}.
    * Call {@link done} after.
    */
-  async get(): Promise<{ key: K; priority: number; waitedMs: number } | undefined> {
+  async get(): Promise<{ key: K; priority: number; tag?: T; waitedMs: number } | undefined> {
     for (;;) {
       if (this.#shutDown) return undefined;
       for (let p = 0; p < this.priorities; p++) {
@@ -65,7 +69,9 @@ export class WorkQueue<K> {
           this.#processing.add(first.value);
           const waitedMs = performance.now() - (this.#queuedAt.get(first.value) ?? performance.now());
           this.#queuedAt.delete(first.value);
-          return { key: first.value, priority: p, waitedMs };
+          const tag = this.#tags.get(first.value);
+          this.#tags.delete(first.value);
+          return { key: first.value, priority: p, waitedMs, ...(tag === undefined ? {} : { tag }) };
         }
       }
       await new Promise<void>((resolve) => this.#waiters.push(resolve));
@@ -78,7 +84,7 @@ export class WorkQueue<K> {
     const again = this.#readdAfterDone.get(key);
     if (again !== undefined) {
       this.#readdAfterDone.delete(key);
-      this.add(key, again);
+      this.add(key, again.priority, again.tag);
     }
   }
 

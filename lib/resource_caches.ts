@@ -10,56 +10,16 @@
 import type { KubeClient } from "./kube/client.ts";
 import { collectionPath, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector } from "./kube/reflector.ts";
-import { compareByValue, contentHash, extrasHash, HASH_ANNOTATION, type Verdict } from "./drift.ts";
-import type { KubeObject } from "./objects.ts";
+import {
+  type CachedObject,
+  decodeManaged,
+  type ExistingObject,
+  MANAGED_LABEL,
+  MANAGED_LABEL_VALUE,
+} from "./sync/cached_object.ts";
 
-export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
-export const MANAGED_LABEL_VALUE = "espejo";
-/** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
-export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
-
-/**
- * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to
- * spare, and a tenant's junk objects must cost next to nothing. Every string here comes from the object, which a
- * tenant may write: each is bounded in length.
- *
- * The content is needed only until it has been compared once: a verdict stands for one resourceVersion (see
- * lib/drift.ts). Until then it is kept as JSON text, which costs a fraction of a parsed object; objects no item
- * names never keep it.
- */
-export interface CachedObject {
-  resourceVersion: string;
-  uid: string;
-  /** {@link HASH_ANNOTATION}: the hash of what we last wrote (a hint: tenants can write it). */
-  desiredHash?: string;
-  /** {@link OWNER_ANNOTATION} (a hint: only a SyncConfig that has an item for this object can hold it). */
-  owner?: string;
-  /** The field manager of the newest managedFields entry, for logs about fights (a hint too). */
-  manager?: string;
-  /** The live ownerReferences, which our writes keep (as the Go espejo does); absent when there are none. */
-  ownerReferences?: unknown[];
-  /** The object as JSON; undefined once judged, and never kept for an object no item names. */
-  json?: string;
-  /** Set when the content was not kept because no item named the object: it must be read before it is judged. */
-  contentless?: true;
-  /** Set when this resourceVersion is in sync with the desired object of {@link baseline}. */
-  inSync?: true;
-  /**
-   * The verdict on this resourceVersion when it was out of sync: the content is dropped once judged either way, so
-   * that an object whose write keeps failing costs no more than one in sync. `extras` ({@link extrasHash}) decides
-   * it later against the server's additions learnt meanwhile; `content` becomes the baseline then.
-   */
-  outOfSync?: { desiredHash: string; reason: string; restore: boolean; content: string; extras?: string };
-  /**
-   * The {@link contentHash} of this object when it was last in sync, and the desired hash it was in sync with:
-   * carried over to later versions of the same object (same uid).
-   */
-  baseline?: { desiredHash: string; content: string };
-}
-
-export interface ExistingObject {
-  uid: string;
-}
+export { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./sync/cached_object.ts";
+export type { CachedObject, ExistingObject } from "./sync/cached_object.ts";
 
 export interface CacheEvents {
   /** A managed object changed (someone else may have edited it): its namespace should be checked. */
@@ -233,139 +193,3 @@ export class ResourceCaches {
 
 /** Removals remembered; a namespace deleted with more objects than this forgets its oldest (no restore follows). */
 const MAX_REMOVED = 10_000;
-
-/** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
-const MAX_HASH = 64;
-const MAX_OWNER = 63 + 1 + 253;
-const MAX_MANAGER = 128;
-const bounded = (v: unknown, max: number): string | undefined =>
-  typeof v !== "string" ? undefined : v.length <= max ? v : `${v.slice(0, max)}...`;
-
-/** Owners and managers repeat (one per SyncConfig, a few managers) across thousands of objects: one copy each. */
-const owners = new Map<string, string>();
-const intern = (owner: string | undefined) => {
-  if (owner === undefined) return undefined;
-  const known = owners.get(owner);
-  if (known !== undefined) return known;
-  if (owners.size < 10_000) owners.set(owner, owner);
-  return owner;
-};
-
-/**
- * Keeps what drift detection needs: the markers (bounded), the live ownerReferences and, for an object an item
- * names (`wanted`), its content until it is judged. The baseline of `previous` carries over to a later version of
- * the same object.
- */
-export function decodeManaged(raw: KubeObject, previous: CachedObject | undefined, wanted = true): CachedObject {
-  const { managedFields, ...metadata } = raw.metadata ?? {};
-  const uid = metadata.uid ?? "";
-  const entry: CachedObject = {
-    resourceVersion: metadata.resourceVersion ?? "",
-    uid,
-    desiredHash: bounded(metadata.annotations?.[HASH_ANNOTATION], MAX_HASH),
-    owner: intern(bounded(metadata.annotations?.[OWNER_ANNOTATION], MAX_OWNER)),
-    manager: intern(bounded(newestManager(managedFields), MAX_MANAGER)),
-  };
-  if (previous?.baseline && previous.uid === uid) entry.baseline = previous.baseline;
-  if (!wanted) {
-    entry.contentless = true;
-    return entry;
-  }
-  if (Array.isArray(metadata.ownerReferences) && metadata.ownerReferences.length) {
-    entry.ownerReferences = metadata.ownerReferences;
-  }
-  entry.json = JSON.stringify({ ...raw, metadata });
-  return entry;
-}
-
-function newestManager(entries: unknown): string | undefined {
-  if (!Array.isArray(entries)) return undefined;
-  let newest: { manager?: unknown; time?: unknown } | undefined;
-  for (const e of entries) {
-    if (!e || typeof e !== "object" || (e as { subresource?: unknown }).subresource) continue;
-    if (!newest || String((e as { time?: unknown }).time ?? "") >= String(newest.time ?? "")) newest = e;
-  }
-  return typeof newest?.manager === "string" ? newest.manager : undefined;
-}
-
-/**
- * Judges a cached object against the desired object of hash `desiredHash` (see lib/drift.ts). The content is
- * parsed only when this version was not judged before; once judged, the verdict replaces it (the baseline when in
- * sync, {@link CachedObject.outOfSync} when not). A contentless entry must be read first (the caller's job): judged
- * as is, it is out of sync.
- */
-export function judge(
-  desired: KubeObject,
-  desiredHash: string,
-  cached: CachedObject,
-  /** {@link extrasHash} of the reply to our last write of the same item in another namespace, if any. */
-  serverAdds?: string,
-): Verdict {
-  const known = cached.baseline?.desiredHash === desiredHash;
-  if (cached.contentless) return { inSync: false, reason: "its content was not read yet", restore: false };
-  if (cached.desiredHash !== desiredHash) {
-    // A marker mismatch is enough to write; a match proves nothing (anyone can copy the annotation).
-    cached.json = undefined;
-    return known
-      ? { inSync: false, reason: `its ${HASH_ANNOTATION} annotation was changed`, restore: true }
-      : { inSync: false, reason: "the SyncConfig's item changed", restore: false };
-  }
-  if (cached.inSync && known) return { inSync: true };
-  const judged = cached.outOfSync;
-  if (judged?.desiredHash === desiredHash) return rejudge(cached, judged, serverAdds);
-  if (cached.json === undefined) return { inSync: false, reason: "it was not judged yet", restore: false };
-  const observed = JSON.parse(cached.json) as KubeObject;
-  cached.json = undefined;
-  const content = contentHash(observed);
-  if (known && content === cached.baseline!.content) return markInSync(cached, cached.baseline!);
-  const comparison = compareByValue(desired, observed);
-  const restore = known;
-  const outOfSync = (reason: string, extras?: string) => {
-    cached.outOfSync = { desiredHash, reason, restore, content, extras };
-    return rejudge(cached, cached.outOfSync, serverAdds);
-  };
-  switch (comparison.kind) {
-    case "differs":
-      return outOfSync(`${comparison.path} differs from the SyncConfig's item`);
-    case "extra":
-      if (known) return outOfSync(`${comparison.path} was added`);
-      return outOfSync(
-        `${comparison.path} is not set by the item (a server default or someone's addition: a write settles it)`,
-        extrasHash(desired, observed),
-      );
-    case "equal":
-      if (known) return outOfSync("a field the item does not set was changed");
-      return markInSync(cached, { desiredHash, content });
-  }
-}
-
-/**
- * The verdict on a version judged out of sync before. Only fields the item does not set differed (`extras`): in sync
- * once they are exactly what the server added to this item elsewhere; unexplained while that is not known yet.
- */
-function rejudge(cached: CachedObject, judged: NonNullable<CachedObject["outOfSync"]>, serverAdds?: string): Verdict {
-  if (judged.extras !== undefined && judged.extras === serverAdds) {
-    return markInSync(cached, { desiredHash: judged.desiredHash, content: judged.content });
-  }
-  return {
-    inSync: false,
-    reason: judged.reason,
-    restore: judged.restore,
-    ...(judged.extras !== undefined && serverAdds === undefined ? { unexplained: true as const } : {}),
-  };
-}
-
-/** Records that `written` (the reply of our own write for `desiredHash`) is in sync and becomes the baseline. */
-export function acceptWritten(cached: CachedObject, written: KubeObject, desiredHash: string): void {
-  markInSync(cached, { desiredHash, content: contentHash(written) });
-}
-
-function markInSync(cached: CachedObject, baseline: { desiredHash: string; content: string }): Verdict {
-  cached.inSync = true;
-  // The entry's own copy of an equal hash string, so that 20,000 objects do not keep two of each.
-  if (cached.desiredHash === baseline.desiredHash) baseline.desiredHash = cached.desiredHash;
-  cached.baseline = baseline;
-  cached.json = undefined;
-  cached.outOfSync = undefined;
-  return { inSync: true };
-}

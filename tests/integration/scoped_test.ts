@@ -73,13 +73,22 @@ Deno.test(
         [`create configmaps ${fresh}`, `create secrets ${fresh}`, `create serviceaccounts ${fresh}`],
       );
 
-      // An ignored namespace: the unit runs (the counter moves) but no request names it.
+      // An ignored namespace: no unit runs and no request names it. A selected namespace created after it is the
+      // sentinel: the namespace watch delivers events in order, so once its items exist the ignored one was seen.
       const skipped = `${prefix}-skip`;
+      const sentinel = `${prefix}-sentinel`;
       const before = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" });
       const since2 = auditNow();
       await createNamespace(admin, skipped);
-      await eventually(async () =>
-        (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" })) > before
+      await createNamespace(admin, sentinel);
+      await eventually(() => getObject(admin, `/api/v1/namespaces/${sentinel}/secrets/three`), 20_000, "the sentinel");
+      await eventually(
+        async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" })) > before,
+      );
+      assert.equal(
+        await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "namespace" }),
+        before + 1,
+        "one unit, the sentinel's; none for the ignored namespace",
       );
       const touching = (await requestsBy(c, ctl.identity, since2)).filter((e) => e.objectRef?.namespace === skipped);
       assert.deepEqual(touching, []);

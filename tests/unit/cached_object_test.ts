@@ -1,14 +1,8 @@
 import assert from "node:assert/strict";
 import { extrasHash, HASH_ANNOTATION } from "../../lib/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/objects.ts";
-import {
-  acceptWritten,
-  type CachedObject,
-  decodeManaged,
-  judge,
-  MANAGED_LABEL,
-  OWNER_ANNOTATION,
-} from "../../lib/resource_caches.ts";
+import { type CachedObject, decodeManaged, MANAGED_LABEL, OWNER_ANNOTATION } from "../../lib/sync/cached_object.ts";
+import { acceptWritten, judge } from "../../lib/sync/verdict.ts";
 
 const HASH = "0123456789abcdef01234567";
 const UID = "5f0c6c2e-0000-4000-8000-000000000000";

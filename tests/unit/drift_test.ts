@@ -12,7 +12,7 @@ import type { KubeObject } from "../../lib/objects.ts";
 
 const HASH = "0123456789abcdef01234567";
 
-/** A desired object as Executor.desired builds it (marker label, owner and hash annotations). */
+/** A desired object as desiredObject (lib/sync/desired.ts) builds it (marker label, owner and hash annotations). */
 function desiredOf(body: Record<string, unknown>, kind = "ConfigMap", apiVersion = "v1"): KubeObject {
   return {
     apiVersion,

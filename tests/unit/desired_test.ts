@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
-import { Executor, normalizeWriteOnlyFields, OWNER_ANNOTATION } from "../../lib/executor.ts";
+import { desiredObject, normalizeWriteOnlyFields } from "../../lib/sync/desired.ts";
 import { HASH_ANNOTATION } from "../../lib/drift.ts";
-import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../../lib/resource_caches.ts";
+import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../../lib/sync/cached_object.ts";
 import { type CompiledSyncConfig, compileSyncConfig, type SyncItemSpec } from "../../lib/syncconfig.ts";
 import type { KubeObject } from "../../lib/objects.ts";
 
@@ -26,7 +26,7 @@ function compile(items: Record<string, unknown>[]): CompiledSyncConfig {
 
 async function desiredOf(item: Record<string, unknown>, namespace = "team-a") {
   const cfg = compile([item]);
-  return await Executor.desired(cfg, cfg.syncItems[0], namespace);
+  return await desiredObject(cfg, cfg.syncItems[0], namespace);
 }
 
 const base64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
@@ -82,7 +82,7 @@ Deno.test("normalizeWriteOnlyFields encodes any string as the server would (UTF-
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-// Executor.desired
+// desiredObject
 
 const ROLE = {
   apiVersion: "rbac.authorization.k8s.io/v1",
@@ -97,7 +97,7 @@ const ROLE = {
   roleRef: { kind: "ClusterRole", name: "admin", apiGroup: "rbac.authorization.k8s.io" },
 };
 
-Deno.test("Executor.desired renders the template for the namespace and marks it as ours", async () => {
+Deno.test("desiredObject renders the template for the namespace and marks it as ours", async () => {
   const { object, hash } = await desiredOf(ROLE, "team-a");
   assert.match(hash, /^[0-9a-f]{24}$/);
   assert.deepEqual(object, {
@@ -114,7 +114,7 @@ Deno.test("Executor.desired renders the template for the namespace and marks it 
   });
 });
 
-Deno.test("Executor.desired adds labels and annotations to a template without metadata maps", async () => {
+Deno.test("desiredObject adds labels and annotations to a template without metadata maps", async () => {
   const { object, hash } = await desiredOf({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm" } });
   assert.deepEqual(object.metadata, {
     name: "cm",
@@ -124,7 +124,7 @@ Deno.test("Executor.desired adds labels and annotations to a template without me
   });
 });
 
-Deno.test("Executor.desired normalizes Secret stringData before hashing", async () => {
+Deno.test("desiredObject normalizes Secret stringData before hashing", async () => {
   const withStringData = await desiredOf({
     apiVersion: "v1",
     kind: "Secret",
@@ -144,16 +144,16 @@ Deno.test("Executor.desired normalizes Secret stringData before hashing", async 
   assert.deepEqual(withStringData.object, withData.object);
 });
 
-Deno.test("Executor.desired leaves the compiled item template unchanged", async () => {
+Deno.test("desiredObject leaves the compiled item template unchanged", async () => {
   const cfg = compile([ROLE]);
   const item: SyncItemSpec = cfg.syncItems[0];
   const before = structuredClone(item.template);
-  await Executor.desired(cfg, item, "team-a");
-  await Executor.desired(cfg, item, "team-b");
+  await desiredObject(cfg, item, "team-a");
+  await desiredObject(cfg, item, "team-b");
   assert.deepEqual(item.template, before);
 });
 
-Deno.test("Executor.desired hash ignores key order in the template", async () => {
+Deno.test("desiredObject hash ignores key order in the template", async () => {
   const a = await desiredOf({
     apiVersion: "v1",
     kind: "ConfigMap",
@@ -169,12 +169,12 @@ Deno.test("Executor.desired hash ignores key order in the template", async () =>
   assert.equal(a.hash, b.hash);
 });
 
-Deno.test("Executor.desired hash changes with the owning SyncConfig", async () => {
+Deno.test("desiredObject hash changes with the owning SyncConfig", async () => {
   const item = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm" } };
   const a = compile([item]);
   const b = { ...a, key: "espejo/other" };
-  const ha = (await Executor.desired(a, a.syncItems[0], "ns")).hash;
-  const hb = (await Executor.desired(b, a.syncItems[0], "ns")).hash;
+  const ha = (await desiredObject(a, a.syncItems[0], "ns")).hash;
+  const hb = (await desiredObject(b, a.syncItems[0], "ns")).hash;
   assert.notEqual(ha, hb);
 });
 
@@ -187,7 +187,7 @@ const cmOf = (d: Record<string, string>) => ({
   data: d,
 });
 
-Deno.test("Executor.desired gives the same object and hash for the same input", async () => {
+Deno.test("desiredObject gives the same object and hash for the same input", async () => {
   await fc.assert(
     fc.asyncProperty(data, ns, async (d, namespace) => {
       const a = await desiredOf(cmOf(d), namespace);
@@ -199,7 +199,7 @@ Deno.test("Executor.desired gives the same object and hash for the same input", 
   );
 });
 
-Deno.test("Executor.desired gives different hashes for different namespaces or data", async () => {
+Deno.test("desiredObject gives different hashes for different namespaces or data", async () => {
   await fc.assert(
     fc.asyncProperty(data, data, ns, ns, async (d1, d2, ns1, ns2) => {
       fc.pre(ns1 !== ns2 || JSON.stringify(Object.entries(d1).sort()) !== JSON.stringify(Object.entries(d2).sort()));

@@ -1,0 +1,177 @@
+/**
+ * Performs write plans: the only code that writes target objects. A create that finds the object there adopts it
+ * (unless another SyncConfig's item holds it); an update keeps the live ownerReferences, re-reads once on a
+ * conflict, and with `forceRecreate` deletes and creates an object whose update was rejected as invalid. Every
+ * reply is handed to the {@link WriteSink} at once, so the caches know espejo's own versions before the watch
+ * brings them.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { KubeClient } from "../kube/client.ts";
+import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
+import { isAlreadyExists, isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
+import { FIELD_MANAGER } from "../drift.ts";
+import type { KubeObject } from "../objects.ts";
+import { OWNER_ANNOTATION } from "./cached_object.ts";
+import type { ItemAction } from "./failures.ts";
+import { OwnedByOther } from "./failures.ts";
+import type { LiveParts } from "./planner.ts";
+
+const log = getLogger(["espejo", "applier"]);
+
+/** Where the replies of espejo's writes go (the caches), as they arrive. */
+export interface WriteSink {
+  written(reply: KubeObject): void;
+  /** espejo deleted the object (forceRecreate): forget it until the watch confirms. */
+  deleted(objectKey: string): void;
+}
+
+/** One object being written for one SyncConfig. */
+export interface WriteTarget {
+  cfgKey: string;
+  forceRecreate: boolean;
+  resource: ResourceInfo;
+  namespace: string;
+  desired: KubeObject;
+  sink: WriteSink;
+}
+
+export interface Applied {
+  action: ItemAction;
+  reason?: string;
+}
+
+export class Applier {
+  constructor(
+    private readonly client: KubeClient,
+    /** Whether SyncConfig `owner` has an item for the object (its owner annotation then holds it). */
+    private readonly claims: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean,
+    private readonly onWrite: (action: ItemAction) => void = () => {},
+  ) {}
+
+  /** Creates the object; one that exists without espejo's label (made by hand, by the Go espejo) is adopted. */
+  async create(t: WriteTarget): Promise<Applied> {
+    try {
+      t.sink.written(await this.#write("POST", collectionOf(t), t.desired));
+      this.onWrite("create");
+      return { action: "create" };
+    } catch (e) {
+      if (!isAlreadyExists(e)) throw e;
+    }
+    const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
+    this.#checkOwner(t, current.metadata?.annotations?.[OWNER_ANNOTATION]);
+    return await this.update(t, liveParts(current), "it existed without espejo's label");
+  }
+
+  /**
+   * Replaces the object with the desired one at `live`'s version. A reply at the version sent means the server
+   * found nothing to change (extra fields were its own defaults): no write happened.
+   */
+  async update(t: WriteTarget, live: LiveParts, reason?: string): Promise<Applied> {
+    this.#logTakeOver(t, live);
+    try {
+      const updated = await this.#write("PUT", pathOf(t), bodyAt(t.desired, live));
+      t.sink.written(updated);
+      if (updated.metadata?.resourceVersion === live.resourceVersion) return { action: "none" };
+      this.onWrite("update");
+      return { action: "update", reason };
+    } catch (e) {
+      if (isConflict(e)) {
+        // The cached copy was stale: read the current version once and try again, unless another SyncConfig with
+        // an item for the object has taken it meanwhile.
+        const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
+        this.#checkOwner(t, current.metadata?.annotations?.[OWNER_ANNOTATION]);
+        t.sink.written(await this.#write("PUT", pathOf(t), bodyAt(t.desired, liveParts(current))));
+        this.onWrite("update");
+        return { action: "update", reason };
+      }
+      if (isInvalid(e) && t.forceRecreate) return await this.#recreate(t, e);
+      throw e;
+    }
+  }
+
+  /** Deletes the object if it is still the one with `uid`; "absent" when it is gone or another one has the name. */
+  async delete(resource: ResourceInfo, namespace: string, name: string, uid: string): Promise<"deleted" | "absent"> {
+    try {
+      await this.client.request({
+        method: "DELETE",
+        path: objectPath(resource, namespace, name),
+        body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background", preconditions: { uid } },
+      });
+      this.onWrite("delete");
+      return "deleted";
+    } catch (e) {
+      if (isNotFound(e) || isConflict(e)) return "absent"; // conflict: the uid precondition, a new object
+      throw e;
+    }
+  }
+
+  async #recreate(t: WriteTarget, rejected: unknown): Promise<Applied> {
+    await this.client.request({
+      method: "DELETE",
+      path: pathOf(t),
+      body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" },
+    }).catch((err) => {
+      if (!isNotFound(err)) throw err;
+    });
+    t.sink.deleted(`${t.namespace}/${t.desired.metadata!.name}`);
+    t.sink.written(await this.#createWhenGone(t));
+    this.onWrite("recreate");
+    return {
+      action: "recreate",
+      reason: `update rejected (${rejected instanceof Error ? rejected.message : rejected})`,
+    };
+  }
+
+  /** Creates after a delete; while the old object is still being finalized the create says AlreadyExists. */
+  async #createWhenGone(t: WriteTarget): Promise<KubeObject> {
+    const deadline = Date.now() + 10_000;
+    for (let wait = 50;; wait = Math.min(wait * 2, 1000)) {
+      try {
+        return await this.#write("POST", collectionOf(t), t.desired);
+      } catch (e) {
+        if (!isAlreadyExists(e) || Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  #checkOwner(t: WriteTarget, owner: string | undefined): void {
+    if (owner && owner !== t.cfgKey && this.claims(owner, t.resource, t.namespace, t.desired.metadata!.name!)) {
+      throw new OwnedByOther(owner);
+    }
+  }
+
+  #logTakeOver(t: WriteTarget, live: LiveParts): void {
+    const owner = live.owner;
+    if (!owner || owner === t.cfgKey) return;
+    log.warn(
+      "Overwriting owner annotation {owner} of {kind} {namespace}/{name} with SyncConfig {syncConfig}: no " +
+        "SyncConfig that espejo can see has an item for that object",
+      { owner, kind: t.resource.kind, namespace: t.namespace, name: t.desired.metadata!.name, syncConfig: t.cfgKey },
+    );
+  }
+
+  #write(method: "POST" | "PUT", path: string, body: KubeObject): Promise<KubeObject> {
+    return this.client.request<KubeObject>({ method, path, body, query: { fieldManager: FIELD_MANAGER } });
+  }
+}
+
+const pathOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, t.desired.metadata!.name!);
+const collectionOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, "").replace(/\/$/, "");
+
+function bodyAt(desired: KubeObject, at: LiveParts): KubeObject {
+  return {
+    ...desired,
+    metadata: { ...desired.metadata, resourceVersion: at.resourceVersion, ownerReferences: at.ownerReferences },
+  };
+}
+
+/** The live parts of an object just read, and its owner annotation (for the log of a take-over). */
+function liveParts(o: KubeObject): LiveParts {
+  const refs = o.metadata?.ownerReferences;
+  return {
+    resourceVersion: o.metadata?.resourceVersion,
+    ownerReferences: Array.isArray(refs) && refs.length ? refs : undefined,
+    owner: o.metadata?.annotations?.[OWNER_ANNOTATION],
+  };
+}

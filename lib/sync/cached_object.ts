@@ -1,0 +1,111 @@
+/**
+ * What espejo keeps of an object carrying its label (see {@link CachedObject}), and the markers it writes. Every
+ * value here comes from the object, which a tenant may write: markers are hints, strings are bounded, and objects
+ * no item names keep their identity only.
+ */
+import type { KubeObject } from "../objects.ts";
+
+export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
+export const MANAGED_LABEL_VALUE = "espejo";
+/** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
+export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
+/** The hash of the desired object espejo last wrote (see lib/drift.ts). */
+export { HASH_ANNOTATION } from "../drift.ts";
+import { HASH_ANNOTATION } from "../drift.ts";
+
+/**
+ * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to
+ * spare, and a tenant's junk objects must cost next to nothing. Every string here comes from the object, which a
+ * tenant may write: each is bounded in length.
+ *
+ * The content is needed only until it has been compared once: a verdict stands for one resourceVersion (see
+ * lib/drift.ts). Until then it is kept as JSON text, which costs a fraction of a parsed object; objects no item
+ * names never keep it.
+ */
+export interface CachedObject {
+  resourceVersion: string;
+  uid: string;
+  /** {@link HASH_ANNOTATION}: the hash of what we last wrote (a hint: tenants can write it). */
+  desiredHash?: string;
+  /** {@link OWNER_ANNOTATION} (a hint: only a SyncConfig that has an item for this object can hold it). */
+  owner?: string;
+  /** The field manager of the newest managedFields entry, for logs about fights (a hint too). */
+  manager?: string;
+  /** The live ownerReferences, which our writes keep (as the Go espejo does); absent when there are none. */
+  ownerReferences?: unknown[];
+  /** The object as JSON; undefined once judged, and never kept for an object no item names. */
+  json?: string;
+  /** Set when the content was not kept because no item named the object: it must be read before it is judged. */
+  contentless?: true;
+  /** Set when this resourceVersion is in sync with the desired object of {@link baseline}. */
+  inSync?: true;
+  /**
+   * The verdict on this resourceVersion when it was out of sync: the content is dropped once judged either way, so
+   * that an object whose write keeps failing costs no more than one in sync. `extras` ({@link extrasHash}) decides
+   * it later against the server's additions learnt meanwhile; `content` becomes the baseline then.
+   */
+  outOfSync?: { desiredHash: string; reason: string; restore: boolean; content: string; extras?: string };
+  /**
+   * The {@link contentHash} of this object when it was last in sync, and the desired hash it was in sync with:
+   * carried over to later versions of the same object (same uid).
+   */
+  baseline?: { desiredHash: string; content: string };
+}
+
+export interface ExistingObject {
+  uid: string;
+}
+
+/** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
+const MAX_HASH = 64;
+const MAX_OWNER = 63 + 1 + 253;
+const MAX_MANAGER = 128;
+const bounded = (v: unknown, max: number): string | undefined =>
+  typeof v !== "string" ? undefined : v.length <= max ? v : `${v.slice(0, max)}...`;
+
+/** Owners and managers repeat (one per SyncConfig, a few managers) across thousands of objects: one copy each. */
+const owners = new Map<string, string>();
+const intern = (owner: string | undefined) => {
+  if (owner === undefined) return undefined;
+  const known = owners.get(owner);
+  if (known !== undefined) return known;
+  if (owners.size < 10_000) owners.set(owner, owner);
+  return owner;
+};
+
+/**
+ * Keeps what drift detection needs: the markers (bounded), the live ownerReferences and, for an object an item
+ * names (`wanted`), its content until it is judged. The baseline of `previous` carries over to a later version of
+ * the same object.
+ */
+export function decodeManaged(raw: KubeObject, previous: CachedObject | undefined, wanted = true): CachedObject {
+  const { managedFields, ...metadata } = raw.metadata ?? {};
+  const uid = metadata.uid ?? "";
+  const entry: CachedObject = {
+    resourceVersion: metadata.resourceVersion ?? "",
+    uid,
+    desiredHash: bounded(metadata.annotations?.[HASH_ANNOTATION], MAX_HASH),
+    owner: intern(bounded(metadata.annotations?.[OWNER_ANNOTATION], MAX_OWNER)),
+    manager: intern(bounded(newestManager(managedFields), MAX_MANAGER)),
+  };
+  if (previous?.baseline && previous.uid === uid) entry.baseline = previous.baseline;
+  if (!wanted) {
+    entry.contentless = true;
+    return entry;
+  }
+  if (Array.isArray(metadata.ownerReferences) && metadata.ownerReferences.length) {
+    entry.ownerReferences = metadata.ownerReferences;
+  }
+  entry.json = JSON.stringify({ ...raw, metadata });
+  return entry;
+}
+
+function newestManager(entries: unknown): string | undefined {
+  if (!Array.isArray(entries)) return undefined;
+  let newest: { manager?: unknown; time?: unknown } | undefined;
+  for (const e of entries) {
+    if (!e || typeof e !== "object" || (e as { subresource?: unknown }).subresource) continue;
+    if (!newest || String((e as { time?: unknown }).time ?? "") >= String(newest.time ?? "")) newest = e;
+  }
+  return typeof newest?.manager === "string" ? newest.manager : undefined;
+}

@@ -1,0 +1,43 @@
+/**
+ * The object an item asks for in one namespace: the template rendered for the namespace, with espejo's marker
+ * label and annotations, and never the item's ownerReferences (the live object's are kept by the applier: a wrong
+ * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
+ */
+import { HASH_ANNOTATION } from "../drift.ts";
+import { encodeBase64, hashOf, type KubeObject } from "../objects.ts";
+import type { CompiledSyncConfig, SyncItemSpec } from "../syncconfig.ts";
+import { renderTemplate } from "../template.ts";
+import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./cached_object.ts";
+
+/** The desired object and its hash (also written as {@link HASH_ANNOTATION}). */
+export async function desiredObject(
+  cfg: CompiledSyncConfig,
+  item: SyncItemSpec,
+  namespace: string,
+): Promise<{ object: KubeObject; hash: string }> {
+  const object = renderTemplate(item.template, namespace);
+  const metadata = object.metadata ?? {};
+  metadata.namespace = namespace;
+  metadata.labels = { ...(metadata.labels ?? {}), [MANAGED_LABEL]: MANAGED_LABEL_VALUE };
+  metadata.annotations = { ...(metadata.annotations ?? {}), [OWNER_ANNOTATION]: cfg.key };
+  delete metadata.ownerReferences;
+  object.metadata = metadata;
+  normalizeWriteOnlyFields(object);
+  const hash = await hashOf(object);
+  metadata.annotations[HASH_ANNOTATION] = hash;
+  return { object, hash };
+}
+
+/**
+ * The API server turns a Secret's write-only `stringData` into base64 `data` and never returns it; doing the same
+ * here keeps the desired object comparable with what is stored (otherwise every sync would see drift).
+ */
+export function normalizeWriteOnlyFields(object: KubeObject): void {
+  if (object.apiVersion !== "v1" || object.kind !== "Secret" || !object.stringData) return;
+  const data = { ...(object.data as Record<string, string> | undefined) };
+  for (const [k, v] of Object.entries(object.stringData as Record<string, unknown>)) {
+    data[k] = encodeBase64(String(v));
+  }
+  object.data = data;
+  delete object.stringData;
+}

@@ -1,0 +1,136 @@
+/**
+ * Decides what one item needs in one namespace, from a read-only view of what espejo knows: nothing, a write
+ * (create or update, with the reason), a wait (a fight's backoff, a failed attempt's backoff) or a failure. Pure:
+ * no I/O, no clock, no change to any cache; what the verdict teaches the cache entry is returned as a {@link Memo}
+ * for the caller to record. The applier (lib/sync/applier.ts) performs the plan.
+ */
+import type { ResourceInfo } from "../kube/discovery.ts";
+import type { KubeObject } from "../objects.ts";
+import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../syncconfig.ts";
+import type { CachedObject, ExistingObject } from "./cached_object.ts";
+import { failure, type ItemResult, OwnedByOther } from "./failures.ts";
+import { assess, type Memo } from "./verdict.ts";
+
+/** What the planner may read besides the object itself. */
+export interface PlanView {
+  /** Whether SyncConfig `owner` (an owner annotation, which anyone can write) has an item for this object here. */
+  claims(owner: string, resource: ResourceInfo, namespace: string, name: string): boolean;
+  /** What the server added to espejo's last write of the item (see lib/drift.ts, `extrasHash`). */
+  serverAdds(itemKey: string): string | undefined;
+  /** How long a restore of this object must still wait because of a fight (0: now). */
+  fightWaitMs(fightKey: string): number;
+  /** Whether someone else deleted the object or took espejo's label off since espejo wrote it. */
+  removedByOther(resource: ResourceInfo, objectKey: string): boolean;
+  /** The result of the same failed attempt while it waits out its backoff. */
+  backedOff(retryKey: string, attempt: string): ItemResult | undefined;
+}
+
+/**
+ * The parts of the live object that a replace keeps: its version (optimistic locking) and ownerReferences; and its
+ * owner annotation, for the log when it is overwritten.
+ */
+export interface LiveParts {
+  resourceVersion?: string;
+  ownerReferences?: unknown[];
+  owner?: string;
+}
+
+export type SyncPlan =
+  | { kind: "none" }
+  /** A restore held back by a fight: sync the namespace again after `retryInMs`. */
+  | { kind: "hold"; retryInMs: number }
+  /** The same attempt failed before and waits: its result stands. */
+  | { kind: "backoff"; result: ItemResult }
+  | { kind: "fail"; result: ItemResult & { state: "failed" } }
+  | { kind: "create"; restore: boolean }
+  | { kind: "update"; reason: string; restore: boolean; unexplained: boolean; live: LiveParts };
+
+/** The item, the object it asks for, and the cached object (read first if it was kept without content). */
+export interface SyncTarget {
+  cfg: CompiledSyncConfig;
+  namespace: string;
+  item: SyncItemSpec;
+  resource: ResourceInfo;
+  desired: KubeObject;
+  hash: string;
+  observed: CachedObject | undefined;
+}
+
+/** The keys one item in one namespace is known by in the books of server additions, fights and retries. */
+export interface ItemKeys {
+  /** The SyncConfig generation and item, across namespaces. */
+  itemKey: string;
+  retryKey: string;
+  /** What is tried: a new generation, desired object or live version is a new attempt, tried at once. */
+  attempt: string;
+  fightKey: string;
+  objectKey: string;
+}
+
+export function keysOf(t: SyncTarget): ItemKeys {
+  const name = t.desired.metadata!.name!;
+  return {
+    itemKey: `${t.cfg.key}|${t.item.index}|${t.cfg.generation}`,
+    retryKey: `${t.cfg.key}|s${t.item.index}|${t.namespace}`,
+    attempt: `${t.cfg.generation}:${t.hash}:${t.observed?.resourceVersion ?? ""}`,
+    fightKey: `${t.resource.group}/${t.resource.resource}|${t.namespace}/${name}`,
+    objectKey: `${t.namespace}/${name}`,
+  };
+}
+
+/** The field an item is known by in messages, with the object it names in this namespace. */
+export function syncItemField(item: SyncItemSpec, renderedName?: string): string {
+  return `.spec.syncItems[${item.index}]` + (item.kind && renderedName ? ` (${item.kind} ${renderedName})` : "");
+}
+
+export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; memo?: Memo } {
+  const keys = keysOf(t);
+  const name = t.desired.metadata!.name!;
+  const { observed } = t;
+  const owner = observed?.owner;
+  if (owner && owner !== t.cfg.key && view.claims(owner, t.resource, t.namespace, name)) {
+    const fail = failure(`SyncConfig ${t.cfg.key}: ${syncItemField(t.item, name)} in namespace ${t.namespace}`);
+    return { plan: { kind: "fail", result: fail(new OwnedByOther(owner)) as ItemResult & { state: "failed" } } };
+  }
+  const assessment = observed && assess(t.desired, t.hash, observed, view.serverAdds(keys.itemKey));
+  const memo = assessment?.memo;
+  const verdict = assessment?.verdict;
+  if (verdict?.inSync) return { plan: { kind: "none" }, memo };
+  // Changed, deleted or unlabelled by someone else after espejo wrote it: writing it again is a restore.
+  const restore = verdict?.restore === true || (!observed && view.removedByOther(t.resource, keys.objectKey));
+  if (restore) {
+    const wait = view.fightWaitMs(keys.fightKey);
+    if (wait > 0) return { plan: { kind: "hold", retryInMs: wait }, memo };
+  }
+  const waiting = view.backedOff(keys.retryKey, keys.attempt);
+  if (waiting) return { plan: { kind: "backoff", result: waiting }, memo };
+  if (!observed || !verdict) return { plan: { kind: "create", restore }, memo };
+  return {
+    plan: {
+      kind: "update",
+      reason: verdict.reason,
+      restore,
+      unexplained: verdict.unexplained === true,
+      live: { resourceVersion: observed.resourceVersion, ownerReferences: observed.ownerReferences, owner },
+    },
+    memo,
+  };
+}
+
+export type DeletePlan =
+  | { kind: "absent" }
+  | { kind: "backoff"; result: ItemResult }
+  | { kind: "delete"; uid: string; retryKey: string; attempt: string };
+
+/** A deleteItem whose object (by the metadata cache of its kind) is `existing`, or absent. */
+export function planDeleteItem(
+  t: { cfg: CompiledSyncConfig; namespace: string; item: DeleteItemSpec; existing: ExistingObject | undefined },
+  view: Pick<PlanView, "backedOff">,
+): DeletePlan {
+  if (!t.existing) return { kind: "absent" };
+  const retryKey = `${t.cfg.key}|d${t.item.index}|${t.namespace}`;
+  const attempt = `${t.cfg.generation}:${t.existing.uid}`;
+  const waiting = view.backedOff(retryKey, attempt);
+  if (waiting) return { kind: "backoff", result: waiting };
+  return { kind: "delete", uid: t.existing.uid, retryKey, attempt };
+}
