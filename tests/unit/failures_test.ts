@@ -1,0 +1,38 @@
+/** Failures of one item, classified once (lib/sync/failures.ts). */
+import assert from "node:assert/strict";
+import { ApiError } from "../../lib/kube/errors.ts";
+import { UnknownKindError } from "../../lib/kube/discovery.ts";
+import { failure, isTerminal, OwnedByOther } from "../../lib/sync/failures.ts";
+
+const CASES: [string, unknown, boolean][] = [
+  ["422 Invalid", new ApiError(422, "Invalid", "spec.ports[0].port: Invalid value: 99999"), true],
+  ["403 Forbidden", new ApiError(403, "Forbidden", "no"), true],
+  ["404 NotFound (namespace going)", new ApiError(404, "NotFound", "gone"), true],
+  ["400 BadRequest", new ApiError(400, "BadRequest", "bad"), true],
+  ["an unknown kind", new UnknownKindError("kind NoSuchKind is not served"), true],
+  ["another SyncConfig's object", new OwnedByOther("x/y"), true],
+  ["409 Conflict", new ApiError(409, "Conflict", "stale"), false],
+  ["429 TooManyRequests", new ApiError(429, "TooManyRequests", "slow down"), false],
+  ["500 InternalError", new ApiError(500, "InternalError", "etcd"), false],
+  ["503 ServiceUnavailable", new ApiError(503, "ServiceUnavailable", "webhook"), false],
+  ["a timeout", new DOMException("no reply within 30000 ms", "TimeoutError"), false],
+  ["a network error", new TypeError("connection reset"), false],
+];
+
+for (const [name, error, terminal] of CASES) {
+  Deno.test(`isTerminal: ${name} is ${terminal ? "terminal" : "retriable"}`, () => {
+    assert.equal(isTerminal(error), terminal);
+  });
+}
+
+Deno.test("failure names the item and redacts quoted values in the message, not in the detail", () => {
+  const result = failure("SyncConfig a/b: .spec.syncItems[0] (Service s) in namespace n")(
+    new ApiError(422, "Invalid", 'Service "s" is invalid: spec.ports[0].port: Invalid value: 99999: must be ...'),
+  );
+  assert.equal(result.state, "failed");
+  if (result.state !== "failed") return;
+  assert.equal(result.terminal, true);
+  assert.match(result.message, /^SyncConfig a\/b: \.spec\.syncItems\[0\] \(Service s\) in namespace n: the API server/);
+  assert.doesNotMatch(result.message, /99999/);
+  assert.match(result.detail ?? "", /99999/);
+});

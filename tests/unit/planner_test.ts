@@ -1,0 +1,161 @@
+/** The pure planner (lib/sync/planner.ts) with an in-memory view: every branch without a server. */
+import assert from "node:assert/strict";
+import type { ResourceInfo } from "../../lib/kube/discovery.ts";
+import type { KubeObject } from "../../lib/objects.ts";
+import { compileSyncConfig } from "../../lib/syncconfig.ts";
+import { type CachedObject, decodeManaged } from "../../lib/sync/cached_object.ts";
+import { desiredObject } from "../../lib/sync/desired.ts";
+import type { ItemResult } from "../../lib/sync/failures.ts";
+import { keysOf, planDeleteItem, planSyncItem, type PlanView, type SyncTarget } from "../../lib/sync/planner.ts";
+import { acceptWritten, remember } from "../../lib/sync/verdict.ts";
+
+const RESOURCE: ResourceInfo = {
+  group: "",
+  version: "v1",
+  resource: "configmaps",
+  kind: "ConfigMap",
+  namespaced: true,
+} as ResourceInfo;
+
+const compiled = compileSyncConfig({
+  metadata: { namespace: "espejo", name: "cfg", generation: 2, uid: "u" },
+  spec: {
+    namespaceSelector: { matchNames: ["team-a"] },
+    syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "policy" }, data: { a: "1" } }],
+    deleteItems: [{ apiVersion: "v1", kind: "ConfigMap", name: "legacy" }],
+  },
+});
+if (!compiled.ok) throw new Error(compiled.message);
+const cfg = compiled.config;
+
+function view(over: Partial<PlanView> = {}): PlanView {
+  return {
+    claims: () => false,
+    serverAdds: () => undefined,
+    fightWaitMs: () => 0,
+    removedByOther: () => false,
+    backedOff: () => undefined,
+    ...over,
+  };
+}
+
+async function target(observed?: (desired: KubeObject) => CachedObject): Promise<SyncTarget> {
+  const { object, hash } = await desiredObject(cfg, cfg.syncItems[0], "team-a");
+  return {
+    cfg,
+    namespace: "team-a",
+    item: cfg.syncItems[0],
+    resource: RESOURCE,
+    desired: object,
+    hash,
+    observed: observed?.(object),
+  };
+}
+
+/** The server's copy of `desired` at `rv` with `change` applied. */
+function served(desired: KubeObject, rv: string, change: (o: KubeObject) => void = () => {}): KubeObject {
+  const o = structuredClone(desired);
+  o.metadata!.resourceVersion = rv;
+  o.metadata!.uid = "obj-uid";
+  change(o);
+  return o;
+}
+
+/** The entry after espejo's own write produced version 1, then version `rv` with `change`. */
+function afterOwnWrite(rv: string, change: (o: KubeObject) => void) {
+  return (desired: KubeObject) => {
+    const mine = decodeManaged(served(desired, "1"), undefined);
+    acceptWritten(mine, served(desired, "1"), desired.metadata!.annotations!["sync.appuio.ch/desired-hash"]);
+    return decodeManaged(served(desired, rv, change), mine);
+  };
+}
+
+Deno.test("planSyncItem: an absent object is created", async () => {
+  assert.deepEqual(planSyncItem(await target(), view()).plan, { kind: "create", restore: false });
+});
+
+Deno.test("planSyncItem: an absent object someone else deleted is created as a restore, after a fight's wait", async () => {
+  const removed = view({ removedByOther: () => true });
+  assert.deepEqual(planSyncItem(await target(), removed).plan, { kind: "create", restore: true });
+  const fighting = view({ removedByOther: () => true, fightWaitMs: () => 4000 });
+  assert.deepEqual(planSyncItem(await target(), fighting).plan, { kind: "hold", retryInMs: 4000 });
+});
+
+Deno.test("planSyncItem: espejo's own reply is in sync: nothing to do", async () => {
+  const t = await target(afterOwnWrite("1", () => {}));
+  assert.deepEqual(planSyncItem(t, view()).plan, { kind: "none" });
+});
+
+Deno.test("planSyncItem: a tenant's change is an update that restores, keeping the live ownerReferences", async () => {
+  const t = await target(afterOwnWrite("2", (o) => {
+    (o as { data: unknown }).data = { a: "evil" };
+    o.metadata!.ownerReferences = [{ uid: "theirs" }];
+  }));
+  const { plan, memo } = planSyncItem(t, view());
+  assert.equal(plan.kind, "update");
+  if (plan.kind !== "update") return;
+  assert.equal(plan.restore, true);
+  assert.match(plan.reason, /\.data\.a differs/);
+  assert.deepEqual(plan.live, { resourceVersion: "2", ownerReferences: [{ uid: "theirs" }], owner: "espejo/cfg" });
+  assert.equal(memo?.kind, "outOfSync", "the verdict is returned for the caller to record, not recorded");
+  assert.notEqual(t.observed!.json, undefined, "the planner changed nothing in the cache entry");
+});
+
+Deno.test("planSyncItem: a restore in a fight waits", async () => {
+  const t = await target(afterOwnWrite("2", (o) => ((o as { data: unknown }).data = { a: "evil" })));
+  assert.deepEqual(planSyncItem(t, view({ fightWaitMs: () => 2000 })).plan, { kind: "hold", retryInMs: 2000 });
+});
+
+Deno.test("planSyncItem: an object held by another SyncConfig's item fails, terminally", async () => {
+  const t = await target(afterOwnWrite("2", (o) => (o.metadata!.annotations!["sync.appuio.ch/owner"] = "x/other")));
+  const { plan } = planSyncItem(t, view({ claims: (owner) => owner === "x/other" }));
+  assert.equal(plan.kind, "fail");
+  if (plan.kind !== "fail") return;
+  assert.equal(plan.result.terminal, true);
+  assert.match(
+    plan.result.message,
+    /^SyncConfig espejo\/cfg: \.spec\.syncItems\[0\] \(ConfigMap policy\) in namespace team-a: the object is already managed by SyncConfig x\/other/,
+  );
+});
+
+Deno.test("planSyncItem: an owner annotation no item backs is overwritten", async () => {
+  const t = await target(afterOwnWrite("2", (o) => (o.metadata!.annotations!["sync.appuio.ch/owner"] = "x/ghost")));
+  const { plan } = planSyncItem(t, view());
+  assert.equal(plan.kind, "update");
+});
+
+Deno.test("planSyncItem: fields the item does not set are unexplained until the server's additions are known", async () => {
+  const t = await target((d) =>
+    decodeManaged(served(d, "5", (o) => ((o as { immutable?: boolean }).immutable = false)), undefined)
+  );
+  const first = planSyncItem(t, view());
+  assert.equal(first.plan.kind === "update" && first.plan.unexplained, true);
+  remember(t.observed!, first.memo);
+  const record = t.observed!.outOfSync!;
+  const learnt = planSyncItem(t, view({ serverAdds: () => record.extras }));
+  assert.deepEqual(learnt.plan, { kind: "none" });
+});
+
+Deno.test("planSyncItem: the same failed attempt waits out its backoff; a new attempt is tried", async () => {
+  const t = await target();
+  const keys = keysOf(t);
+  const failed: ItemResult = { state: "failed", message: "m", terminal: false };
+  const book = view({
+    backedOff: (key, attempt) => key === keys.retryKey && attempt === keys.attempt ? failed : undefined,
+  });
+  assert.deepEqual(planSyncItem(t, book).plan, { kind: "backoff", result: failed });
+  const edited = { ...t, hash: "another" };
+  assert.equal(planSyncItem(edited, book).plan.kind, "create");
+});
+
+Deno.test("planDeleteItem: absent, delete with the uid, or the backoff of the same attempt", () => {
+  const item = cfg.deleteItems[0];
+  assert.deepEqual(planDeleteItem({ cfg, namespace: "team-a", item, existing: undefined }, view()), { kind: "absent" });
+  const plan = planDeleteItem({ cfg, namespace: "team-a", item, existing: { uid: "u1" } }, view());
+  assert.deepEqual(plan, { kind: "delete", uid: "u1", retryKey: "espejo/cfg|d0|team-a", attempt: "2:u1" });
+  const failed: ItemResult = { state: "failed", message: "m", terminal: true };
+  assert.deepEqual(
+    planDeleteItem({ cfg, namespace: "team-a", item, existing: { uid: "u1" } }, view({ backedOff: () => failed })),
+    { kind: "backoff", result: failed },
+  );
+});
