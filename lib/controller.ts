@@ -16,14 +16,16 @@ import { setImmediate } from "node:timers";
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
-import { EventRecorder, groupFailures } from "./events.ts";
+import { EventRecorder } from "./events.ts";
 import { Freshness } from "./freshness.ts";
 import { ItemIndex } from "./item_index.ts";
-import { Executor, type ItemAction, type ItemResult } from "./executor.ts";
+import { Executor } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual, type KubeObject } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+import { type NamespaceOutcome, syncConfigInNamespace } from "./namespace_sync.ts";
+import { SyncEvents } from "./sync_events.ts";
 import { ResourceCaches } from "./resource_caches.ts";
 import { SelectionIndex } from "./selection_index.ts";
 import { StatusSchedule } from "./status_schedule.ts";
@@ -37,27 +39,16 @@ import {
   type SyncConfig,
 } from "./syncconfig.ts";
 import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "./template.ts";
-import { writeWaves } from "./waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
 export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
 
-/** Warning events per SyncConfig and status flush, one per distinct item failure; the status counts them all. */
-const MAX_FAILURE_EVENTS = 25;
 /** How long the status writer waits after a kick, to write once for units that end together. */
 const STATUS_GATHER_MS = 50;
 
 export interface NamespaceInfo extends NamespaceFacts {
   phase: string;
-}
-
-interface NamespaceOutcome {
-  synced: number;
-  deleted: number;
-  failed: number;
-  /** For status and Events (values redacted). */
-  errors: string[];
 }
 
 export interface ControllerOptions {
@@ -88,8 +79,8 @@ export class Controller {
   #statusWake?: () => void;
   readonly #retries = new Map<string, number>();
   /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
-  readonly #changes = new Map<string, { actions: Map<ItemAction, number>; namespaces: Set<string> }>();
   readonly #events: EventRecorder;
+  readonly #syncEvents: SyncEvents;
   readonly #freshness: Freshness;
   readonly #selection = new SelectionIndex<NamespaceInfo>();
   readonly #items = new ItemIndex();
@@ -106,6 +97,7 @@ export class Controller {
 
   constructor(private readonly opts: ControllerOptions) {
     this.#events = new EventRecorder(opts.client);
+    this.#syncEvents = new SyncEvents(this.#events);
     this.#freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
     this.namespaces = new Reflector<NamespaceInfo>(opts.client, {
       path: "/api/v1/namespaces",
@@ -314,7 +306,7 @@ export class Controller {
       this.#compiled.delete(key);
       this.#specChanged();
       this.#outcomes.delete(key);
-      this.#changes.delete(key);
+      this.#syncEvents.forget(key);
       this.#status.forget(key);
       this.#executor?.forgetConfig(key);
       for (const state of ["synchronized", "deleted", "failed"]) {
@@ -460,7 +452,11 @@ export class Controller {
         if (selecting.has(cfgKey)) targeted.push(result.config);
         else if (this.#outcomes.get(cfgKey)?.delete(name)) this.#status.markDirty(cfgKey);
       }
-      const results = await Promise.all(targeted.map((cfg) => this.#syncConfigInNamespace(cfg, name)));
+      const results = await Promise.all(
+        targeted.map((cfg) =>
+          syncConfigInNamespace(this.#executor!, cfg, name, (k, a, ns) => this.#syncEvents.recordChange(k, a, ns))
+        ),
+      );
       failed = false;
       targeted.forEach((cfg, i) => {
         const { outcome, details } = results[i];
@@ -539,124 +535,6 @@ export class Controller {
     return this.#compiled;
   }
 
-  /** The deleteItems, then the syncItems of one SyncConfig in one namespace; the items of each list concurrently. */
-  async #syncConfigInNamespace(
-    cfg: CompiledSyncConfig,
-    namespace: string,
-  ): Promise<{ outcome: NamespaceOutcome; details: string[]; retry: boolean; wrote: boolean; retryInMs?: number }> {
-    const ref = { cfg, namespace };
-    const executor = this.#executor!;
-    // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
-    const guarded = async (field: string, run: () => Promise<ItemResult>): Promise<ItemResult> => {
-      try {
-        return await run();
-      } catch (e) {
-        const message = `SyncConfig ${cfg.key}: ${field} in namespace ${namespace}: unexpected error: ${
-          e instanceof Error ? e.message : e
-        }`;
-        return { state: "failed", message, terminal: false };
-      }
-    };
-    const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
-      const r = await guarded(`.spec.deleteItems[${item.index}]`, () => executor.deleteItem(ref, item));
-      if (r.state === "deleted") {
-        this.#recordChange(cfg.key, "delete", namespace);
-        log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
-          kind: item.kind,
-          namespace,
-          name: renderTemplate(item.name, namespace),
-          syncConfig: cfg.key,
-        });
-      }
-      return r;
-    }));
-    // Items are written concurrently, in waves: an item waits for the earlier items it refers to (a RoleBinding
-    // for the Role it binds, which the API server requires to exist when espejo holds no `bind`).
-    const syncs: ItemResult[] = new Array(cfg.syncItems.length);
-    for (const wave of writeWaves(cfg.syncItems)) {
-      await Promise.all(wave.map(async (i) => {
-        const item = cfg.syncItems[i];
-        const r = await guarded(`.spec.syncItems[${item.index}]`, () => executor.syncItem(ref, item));
-        if (r.state === "synced" && r.action !== "none") {
-          this.#recordChange(cfg.key, r.action, namespace);
-          log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
-            action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
-            kind: item.kind,
-            namespace,
-            name: renderTemplate(item.name, namespace),
-            syncConfig: cfg.key,
-            reason: r.reason ?? (r.action === "create" ? "it did not exist" : "it differed"),
-          });
-        }
-        syncs[i] = r;
-      }));
-    }
-    const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-    const details: string[] = [];
-    let retry = false;
-    let wrote = false;
-    let retryInMs: number | undefined;
-    for (const r of [...deletes, ...syncs]) {
-      wrote ||= r.state === "deleted" || (r.state === "synced" && r.action !== "none");
-      if (r.state === "synced" && r.retryInMs !== undefined) {
-        retryInMs = Math.min(retryInMs ?? r.retryInMs, r.retryInMs);
-      }
-      if (r.state === "synced") outcome.synced++;
-      else if (r.state === "deleted") outcome.deleted++;
-      else if (r.state === "failed") {
-        outcome.failed++;
-        outcome.errors.push(r.message);
-        details.push(r.detail ?? r.message);
-        // A transient failure requeues the namespace with backoff, so it is retried without waiting for a pass.
-        // A terminal one waits for a change (the next pass finds its attempt in the retry book: no request).
-        retry ||= !r.terminal;
-      }
-    }
-    return { outcome, details, retry, wrote, retryInMs };
-  }
-
-  #recordChange(cfgKey: string, action: ItemAction, namespace: string): void {
-    let c = this.#changes.get(cfgKey);
-    if (!c) this.#changes.set(cfgKey, c = { actions: new Map(), namespaces: new Set() });
-    c.actions.set(action, (c.actions.get(action) ?? 0) + 1);
-    c.namespaces.add(namespace);
-  }
-
-  /** Events for one SyncConfig after a flush: its spec problem, its grouped item failures, what changed. */
-  async #emitEvents(key: string, sc: SyncConfig, result: CompileResult, errors: string[]): Promise<void> {
-    const target = {
-      namespace: (sc.metadata?.namespace as string) ?? "",
-      name: (sc.metadata?.name as string) ?? "",
-      uid: (sc.metadata?.uid as string) ?? "",
-    };
-    if (!result.ok) {
-      await this.#events.emit(target, "Warning", "InvalidSyncConfigSpec", result.message);
-      return;
-    }
-    for (const message of groupFailures(errors).slice(0, MAX_FAILURE_EVENTS)) {
-      await this.#events.emit(target, "Warning", "SyncFailed", message);
-    }
-    const changes = this.#changes.get(key);
-    this.#changes.delete(key);
-    if (changes) {
-      const words: Record<ItemAction, string> = {
-        create: "created",
-        update: "updated",
-        recreate: "recreated",
-        delete: "deleted",
-        none: "",
-      };
-      const parts = [...changes.actions].map(([action, n]) => `${n} ${words[action]}`);
-      const count = changes.namespaces.size;
-      await this.#events.emit(
-        target,
-        "Normal",
-        "Synchronized",
-        `Objects ${parts.join(", ")} in ${count} namespace${count > 1 ? "s" : ""}`,
-      );
-    }
-  }
-
   /** Asks the status writer to look for statuses that are ready (cheap; any number of calls become one flush). */
   #kickStatus(): void {
     this.#statusWanted = true;
@@ -716,7 +594,7 @@ export class Controller {
         next = syncedStatus(current, total, now);
         errors = total.errors;
       }
-      await this.#emitEvents(key, sc, entry.result, errors);
+      await this.#syncEvents.emit(key, sc, entry.result, errors);
       this.opts.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
       this.opts.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
       this.opts.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);

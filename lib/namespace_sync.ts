@@ -1,0 +1,108 @@
+/**
+ * One SyncConfig in one namespace: its deleteItems, then its syncItems in waves (an item waits for the earlier
+ * items it refers to), the items of each list concurrently. One item's exception fails that item, not the others or
+ * the unit. Folds the item results into the counts of the namespace and whether it must be retried.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { Executor, ItemAction, ItemResult } from "./executor.ts";
+import type { CompiledSyncConfig } from "./syncconfig.ts";
+import { renderTemplate } from "./template.ts";
+import { writeWaves } from "./waves.ts";
+
+const log = getLogger(["espejo", "controller"]);
+
+/** The counts of one SyncConfig in one namespace, as its status adds them up. */
+export interface NamespaceOutcome {
+  synced: number;
+  deleted: number;
+  failed: number;
+  /** For status and Events (values redacted). */
+  errors: string[];
+}
+
+export interface ConfigInNamespace {
+  outcome: NamespaceOutcome;
+  /** The failures for the log, values unredacted. */
+  details: string[];
+  /** A transient failure: queue the namespace again with backoff. */
+  retry: boolean;
+  wrote: boolean;
+  /** A restore held back by a fight: sync again after this long. */
+  retryInMs?: number;
+}
+
+export async function syncConfigInNamespace(
+  executor: Pick<Executor, "syncItem" | "deleteItem">,
+  cfg: CompiledSyncConfig,
+  namespace: string,
+  recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void,
+): Promise<ConfigInNamespace> {
+  const ref = { cfg, namespace };
+  // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
+  const guarded = async (field: string, run: () => Promise<ItemResult>): Promise<ItemResult> => {
+    try {
+      return await run();
+    } catch (e) {
+      const message = `SyncConfig ${cfg.key}: ${field} in namespace ${namespace}: unexpected error: ${
+        e instanceof Error ? e.message : e
+      }`;
+      return { state: "failed", message, terminal: false };
+    }
+  };
+  const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
+    const r = await guarded(`.spec.deleteItems[${item.index}]`, () => executor.deleteItem(ref, item));
+    if (r.state === "deleted") {
+      recordChange(cfg.key, "delete", namespace);
+      log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
+        kind: item.kind,
+        namespace,
+        name: renderTemplate(item.name, namespace),
+        syncConfig: cfg.key,
+      });
+    }
+    return r;
+  }));
+  // Items are written concurrently, in waves: an item waits for the earlier items it refers to (a RoleBinding
+  // for the Role it binds, which the API server requires to exist when espejo holds no `bind`).
+  const syncs: ItemResult[] = new Array(cfg.syncItems.length);
+  for (const wave of writeWaves(cfg.syncItems)) {
+    await Promise.all(wave.map(async (i) => {
+      const item = cfg.syncItems[i];
+      const r = await guarded(`.spec.syncItems[${item.index}]`, () => executor.syncItem(ref, item));
+      if (r.state === "synced" && r.action !== "none") {
+        recordChange(cfg.key, r.action, namespace);
+        log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
+          action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
+          kind: item.kind,
+          namespace,
+          name: renderTemplate(item.name, namespace),
+          syncConfig: cfg.key,
+          reason: r.reason ?? (r.action === "create" ? "it did not exist" : "it differed"),
+        });
+      }
+      syncs[i] = r;
+    }));
+  }
+  const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+  const details: string[] = [];
+  let retry = false;
+  let wrote = false;
+  let retryInMs: number | undefined;
+  for (const r of [...deletes, ...syncs]) {
+    wrote ||= r.state === "deleted" || (r.state === "synced" && r.action !== "none");
+    if (r.state === "synced" && r.retryInMs !== undefined) {
+      retryInMs = Math.min(retryInMs ?? r.retryInMs, r.retryInMs);
+    }
+    if (r.state === "synced") outcome.synced++;
+    else if (r.state === "deleted") outcome.deleted++;
+    else if (r.state === "failed") {
+      outcome.failed++;
+      outcome.errors.push(r.message);
+      details.push(r.detail ?? r.message);
+      // A transient failure requeues the namespace with backoff, so it is retried without waiting for a pass.
+      // A terminal one waits for a change (the next pass finds its attempt in the retry book: no request).
+      retry ||= !r.terminal;
+    }
+  }
+  return { outcome, details, retry, wrote, retryInMs };
+}
