@@ -21,16 +21,16 @@ import { Freshness } from "./freshness.ts";
 import { ItemIndex } from "./item_index.ts";
 import { Executor } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
-import { deepEqual, type KubeObject } from "./objects.ts";
+import { deepEqual } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
 import { type NamespaceOutcome, syncConfigInNamespace } from "./namespace_sync.ts";
 import { SyncEvents } from "./sync_events.ts";
 import { ResourceCaches } from "./resource_caches.ts";
 import { SelectionIndex } from "./selection_index.ts";
-import { StatusSchedule } from "./status_schedule.ts";
+import type { StatusSchedule } from "./status_schedule.ts";
+import { StatusWriter, SYNCCONFIG_API } from "./status_writer.ts";
 import type { NamespaceFacts } from "./selector.ts";
-import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./status.ts";
 import {
   type CompiledSyncConfig,
   type CompileResult,
@@ -42,10 +42,9 @@ import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "./template.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
-export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
+export { SYNCCONFIG_API };
 
 /** How long the status writer waits after a kick, to write once for units that end together. */
-const STATUS_GATHER_MS = 50;
 
 export interface NamespaceInfo extends NamespaceFacts {
   phase: string;
@@ -74,9 +73,9 @@ export class Controller {
   readonly #compiled = new Map<string, { generation: number; uid: string; result: CompileResult }>();
   readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
   /** Which statuses to write, once their SyncConfig's own work is done (see StatusSchedule). */
-  readonly #status = new StatusSchedule();
-  #statusWanted = false;
-  #statusWake?: () => void;
+  readonly #statusWriter: StatusWriter;
+  /** When each SyncConfig's status may be written (its own work done). */
+  readonly #status: StatusSchedule;
   readonly #retries = new Map<string, number>();
   /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
   readonly #events: EventRecorder;
@@ -130,6 +129,16 @@ export class Controller {
       onWatchRestart: (reason) => this.#watchRestart("syncconfigs", reason),
       onError: (e, ms) => this.#watchError("syncconfigs", e, ms),
     });
+    this.#statusWriter = new StatusWriter({
+      client: opts.client,
+      syncConfigs: this.syncConfigs,
+      compiled: (key) => this.#compiled.get(key),
+      outcomes: (key) => this.#outcomes.get(key)?.values() ?? [],
+      events: this.#syncEvents,
+      metrics: opts.metrics,
+      now: opts.now,
+    });
+    this.#status = this.#statusWriter.schedule;
   }
 
   /** True once the namespace and SyncConfig caches hold their first list. */
@@ -179,11 +188,11 @@ export class Controller {
     if (signal.aborted) return;
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = this.#intervalLoop(signal);
-    const statusWriter = this.#statusLoop(signal);
+    const statusWriter = this.#statusWriter.run(signal);
     const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
     await Promise.all(Array.from({ length: workers }, () => this.#worker()));
     await timer;
-    this.#kickStatus(); // the last statuses of the drained units
+    this.#statusWriter.kick(); // the last statuses of the drained units
     await statusWriter;
   }
 
@@ -246,7 +255,7 @@ export class Controller {
       if (pass.pending.size === 0) this.#passDone();
       // Caches pick up what watches missed, but a status must be refreshed after a pass too.
       for (const key of this.#compiled.keys()) this.#status.markDirty(key);
-      this.#kickStatus();
+      this.#statusWriter.kick();
     }
   }
 
@@ -258,7 +267,7 @@ export class Controller {
       this.#retries.delete(`ns/${ns.name}`);
       this.#executor?.forgetNamespace(ns.name);
       this.#status.finished(ns.name);
-      this.#kickStatus();
+      this.#statusWriter.kick();
       return;
     }
     // Only what selection depends on matters; an annotation change costs nothing.
@@ -333,7 +342,7 @@ export class Controller {
       }
     }
     this.#status.markDirty(key);
-    this.#kickStatus();
+    this.#statusWriter.kick();
     if (!entry.result.ok) this.#outcomes.delete(key);
     else if (!this.#outcomes.has(key)) this.#outcomes.set(key, new Map());
   }
@@ -386,7 +395,7 @@ export class Controller {
       }
     } finally {
       this.#status.queueing(key, false);
-      this.#kickStatus();
+      this.#statusWriter.kick();
     }
   }
 
@@ -485,7 +494,7 @@ export class Controller {
     } finally {
       // Whatever happened above, the unit ends: retries scheduled, metrics counted, the pass told.
       this.#status.finished(name);
-      this.#kickStatus();
+      this.#statusWriter.kick();
       this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry && retryInMs === undefined, Date.now());
       const key = `ns/${name}`;
       if (retry) {
@@ -533,91 +542,6 @@ export class Controller {
       }
     }
     return this.#compiled;
-  }
-
-  /** Asks the status writer to look for statuses that are ready (cheap; any number of calls become one flush). */
-  #kickStatus(): void {
-    this.#statusWanted = true;
-    this.#statusWake?.();
-  }
-
-  /**
-   * Writes statuses as their SyncConfigs' own work ends, one flush at a time, beside the workers: a status does not
-   * wait behind other SyncConfigs' units in the queue. Stops once `signal` aborted and the last kick is served.
-   */
-  async #statusLoop(signal: AbortSignal): Promise<void> {
-    for (;;) {
-      if (!this.#statusWanted) {
-        // Woken by a kick, or when a status held back by its SyncConfig's ongoing work must be written anyway.
-        const holdMs = this.#status.untilHoldEndsMs();
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await new Promise<void>((resolve) => {
-          this.#statusWake = resolve;
-          if (holdMs !== undefined) timer = setTimeout(resolve, holdMs);
-        });
-        clearTimeout(timer);
-      }
-      this.#statusWake = undefined;
-      // Gathers the kicks of units finishing at about the same time into one flush.
-      await new Promise((r) => setTimeout(r, STATUS_GATHER_MS));
-      this.#statusWanted = false;
-      try {
-        await this.#flushStatus();
-      } catch (e) {
-        log.error("Unexpected error while writing statuses: {error}", { error: String(e) });
-      }
-      if (signal.aborted && !this.#statusWanted) return;
-    }
-  }
-
-  /** Writes the status of every SyncConfig whose outcome changed, and only if it differs from what is stored. */
-  async #flushStatus(): Promise<void> {
-    const keys = this.#status.takeReady();
-    const now = (this.opts.now?.() ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
-    for (const key of keys) {
-      const sc = this.syncConfigs.get(key);
-      const entry = this.#compiled.get(key);
-      if (!sc || !entry) continue;
-      const current = sc.status as SyncConfigStatus | undefined;
-      let next: SyncConfigStatus;
-      let errors: string[] = [];
-      if (!entry.result.ok) {
-        next = invalidStatus(current, entry.result.message, now);
-      } else {
-        const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-        for (const o of this.#outcomes.get(key)?.values() ?? []) {
-          total.synced += o.synced;
-          total.deleted += o.deleted;
-          total.failed += o.failed;
-          total.errors.push(...o.errors);
-        }
-        next = syncedStatus(current, total, now);
-        errors = total.errors;
-      }
-      await this.#syncEvents.emit(key, sc, entry.result, errors);
-      this.opts.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
-      this.opts.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
-      this.opts.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
-      if (!statusChanged(current, next)) continue;
-      const [namespace, name] = key.split("/");
-      try {
-        const updated = await this.opts.client.request<KubeObject>({
-          urgent: true, // a status does not wait behind other SyncConfigs' queued writes
-          method: "PATCH",
-          path: `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs/${name}/status`,
-          contentType: "application/merge-patch+json",
-          body: { status: next },
-        });
-        this.syncConfigs.upsert(updated);
-      } catch (e) {
-        log.warn("Could not write the status of SyncConfig {syncConfig}: {error}", {
-          syncConfig: key,
-          error: String(e),
-        });
-        this.#status.markDirty(key);
-        setTimeout(() => this.#kickStatus(), 2_000);
-      }
-    }
   }
 
   #updateGauges(): void {
