@@ -1,6 +1,6 @@
-/** The reflector's retry decision after each list-and-watch round (see nextRound in lib/kube/reflector.ts). */
+/** The reflector's retry decision after each list-and-watch round (see nextRound in lib/kube/backoff.ts). */
 import assert from "node:assert/strict";
-import { nextRound, type Round } from "../../lib/kube/reflector.ts";
+import { nextRound, type Round } from "../../lib/kube/backoff.ts";
 
 /** backoffMs(n) is 800 ms × 2^(n-1), at most 30 s, ±20 %. */
 const within = (ms: number, failures: number) => {
