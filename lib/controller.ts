@@ -30,15 +30,15 @@ import { ResourceCaches } from "./resource_caches.ts";
 import { SelectionIndex } from "./selection_index.ts";
 import type { StatusSchedule } from "./status_schedule.ts";
 import { StatusWriter, SYNCCONFIG_API } from "./status_writer.ts";
-import type { NamespaceFacts } from "./selector.ts";
+import type { NamespaceFacts } from "./model/selector.ts";
 import {
   type CompiledSyncConfig,
   type CompileResult,
   compileSyncConfig,
   keyOf,
   type SyncConfig,
-} from "./syncconfig.ts";
-import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "./template.ts";
+} from "./model/syncconfig.ts";
+import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "./model/template.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

@@ -9,12 +9,12 @@ import type { KubeClient } from "./kube/client.ts";
 import type { Reflector } from "./kube/reflector.ts";
 import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
 import { isNotFound } from "./kube/errors.ts";
-import { extrasHash, HASH_ANNOTATION } from "./drift.ts";
+import { extrasHash, HASH_ANNOTATION } from "./model/drift.ts";
 import { FightBook } from "./fights.ts";
 import type { KubeObject } from "./objects.ts";
 import type { ResourceCaches } from "./resource_caches.ts";
-import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "./syncconfig.ts";
-import { renderTemplate } from "./template.ts";
+import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "./model/syncconfig.ts";
+import { renderTemplate } from "./model/template.ts";
 import { Applier, type WriteTarget } from "./sync/applier.ts";
 import { type CachedObject, OWNER_ANNOTATION } from "./sync/cached_object.ts";
 import { desiredObject } from "./sync/desired.ts";
@@ -54,7 +54,7 @@ export class Executor {
   readonly #fights: FightBook;
   /** Failed writes and deletes by SyncConfig, item and namespace (see lib/sync/retry_book.ts). */
   readonly #retries = new RetryBook<ItemResult>();
-  /** By item (SyncConfig, generation, index): what the server added to our last write of it (lib/drift.ts). */
+  /** By item (SyncConfig, generation, index): what the server added to our last write of it (lib/model/drift.ts). */
   readonly #serverAdds = new Map<string, string>();
   /** Items whose first unexplained object is being written (see syncItem). */
   readonly #learning = new Map<string, Promise<void>>();
@@ -202,7 +202,7 @@ export class Executor {
 
   /**
    * Puts the reply of our write into the cache as in sync, and makes it the object's baseline: it is what the
-   * server made of the desired object (see lib/drift.ts). The watch event of our own write carries the same version
+   * server made of the desired object (see lib/model/drift.ts). The watch event of our own write carries the same version
    * and is not reported again. What the server added to it is remembered for the item (see {@link extrasHash}).
    */
   #stored(cache: Reflector<CachedObject>, written: KubeObject, t: SyncTarget, itemKey: string): void {

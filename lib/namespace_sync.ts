@@ -5,9 +5,9 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Executor, ItemAction, ItemResult } from "./executor.ts";
-import type { CompiledSyncConfig } from "./syncconfig.ts";
-import { renderTemplate } from "./template.ts";
-import { writeWaves } from "./waves.ts";
+import type { CompiledSyncConfig } from "./model/syncconfig.ts";
+import { renderTemplate } from "./model/template.ts";
+import { writeWaves } from "./model/waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

@@ -9,10 +9,10 @@ import type { Reflector } from "./kube/reflector.ts";
 import type { Metrics } from "./metrics.ts";
 import type { NamespaceOutcome } from "./namespace_sync.ts";
 import type { KubeObject } from "./objects.ts";
-import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./status.ts";
+import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./model/status.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import type { CompileResult, SyncConfig } from "./syncconfig.ts";
+import type { CompileResult, SyncConfig } from "./model/syncconfig.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

@@ -5,7 +5,7 @@
  */
 import type { ItemAction } from "./executor.ts";
 import { type EventRecorder, groupFailures } from "./events.ts";
-import type { CompileResult, SyncConfig } from "./syncconfig.ts";
+import type { CompileResult, SyncConfig } from "./model/syncconfig.ts";
 
 /** Warning events per SyncConfig and status flush, one per distinct item failure. */
 const MAX_FAILURE_EVENTS = 25;

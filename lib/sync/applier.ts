@@ -9,7 +9,7 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isAlreadyExists, isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
-import { FIELD_MANAGER } from "../drift.ts";
+import { FIELD_MANAGER } from "../model/drift.ts";
 import type { KubeObject } from "../objects.ts";
 import { OWNER_ANNOTATION } from "./cached_object.ts";
 import type { ItemAction } from "./failures.ts";

@@ -9,9 +9,9 @@ export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const MANAGED_LABEL_VALUE = "espejo";
 /** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
-/** The hash of the desired object espejo last wrote (see lib/drift.ts). */
-export { HASH_ANNOTATION } from "../drift.ts";
-import { HASH_ANNOTATION } from "../drift.ts";
+/** The hash of the desired object espejo last wrote (see lib/model/drift.ts). */
+export { HASH_ANNOTATION } from "../model/drift.ts";
+import { HASH_ANNOTATION } from "../model/drift.ts";
 
 /**
  * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to
@@ -19,7 +19,7 @@ import { HASH_ANNOTATION } from "../drift.ts";
  * tenant may write: each is bounded in length.
  *
  * The content is needed only until it has been compared once: a verdict stands for one resourceVersion (see
- * lib/drift.ts). Until then it is kept as JSON text, which costs a fraction of a parsed object; objects no item
+ * lib/model/drift.ts). Until then it is kept as JSON text, which costs a fraction of a parsed object; objects no item
  * names never keep it.
  */
 export interface CachedObject {

@@ -3,10 +3,10 @@
  * label and annotations, and never the item's ownerReferences (the live object's are kept by the applier: a wrong
  * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
  */
-import { HASH_ANNOTATION } from "../drift.ts";
+import { HASH_ANNOTATION } from "../model/drift.ts";
 import { encodeBase64, hashOf, type KubeObject } from "../objects.ts";
-import type { CompiledSyncConfig, SyncItemSpec } from "../syncconfig.ts";
-import { renderTemplate } from "../template.ts";
+import type { CompiledSyncConfig, SyncItemSpec } from "../model/syncconfig.ts";
+import { renderTemplate } from "../model/template.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./cached_object.ts";
 
 /** The desired object and its hash (also written as {@link HASH_ANNOTATION}). */

@@ -10,7 +10,7 @@
  */
 import { ApiError, isRetriable } from "../kube/errors.ts";
 import { UnknownKindError } from "../kube/discovery.ts";
-import { redactValues } from "../redact.ts";
+import { redactValues } from "../model/redact.ts";
 
 export type ItemAction = "create" | "update" | "recreate" | "delete" | "none";
 

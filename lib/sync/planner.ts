@@ -6,7 +6,7 @@
  */
 import type { ResourceInfo } from "../kube/discovery.ts";
 import type { KubeObject } from "../objects.ts";
-import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../syncconfig.ts";
+import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
 import type { CachedObject, ExistingObject } from "./cached_object.ts";
 import { failure, type ItemResult, OwnedByOther } from "./failures.ts";
 import { assess, type Memo } from "./verdict.ts";
@@ -15,7 +15,7 @@ import { assess, type Memo } from "./verdict.ts";
 export interface PlanView {
   /** Whether SyncConfig `owner` (an owner annotation, which anyone can write) has an item for this object here. */
   claims(owner: string, resource: ResourceInfo, namespace: string, name: string): boolean;
-  /** What the server added to espejo's last write of the item (see lib/drift.ts, `extrasHash`). */
+  /** What the server added to espejo's last write of the item (see lib/model/drift.ts, `extrasHash`). */
   serverAdds(itemKey: string): string | undefined;
   /** How long a restore of this object must still wait because of a fight (0: now). */
   fightWaitMs(fightKey: string): number;

@@ -1,12 +1,12 @@
 /**
- * Judges a cached object against the desired object of an item (see lib/drift.ts for the rules). {@link assess} is
+ * Judges a cached object against the desired object of an item (see lib/model/drift.ts for the rules). {@link assess} is
  * pure: it returns the verdict and what the cache entry should learn from it (a {@link Memo}); {@link remember}
  * applies that, so that the planner decides without touching the caches and the caller records afterwards.
  *
  * A verdict stands for one resourceVersion: once judged, in sync or not, the entry's content is dropped and the
  * verdict kept instead (the baseline when in sync, the out-of-sync record when not).
  */
-import { compareByValue, contentHash, extrasHash, HASH_ANNOTATION, type Verdict } from "../drift.ts";
+import { compareByValue, contentHash, extrasHash, HASH_ANNOTATION, type Verdict } from "../model/drift.ts";
 import type { KubeObject } from "../objects.ts";
 import type { CachedObject } from "./cached_object.ts";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
-import { invalidStatus, Reasons, syncedStatus } from "../../lib/status.ts";
+import { invalidStatus, Reasons, syncedStatus } from "../../lib/model/status.ts";
 import type { SyncConfig } from "../../lib/types/syncconfig.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -237,7 +237,7 @@ function conditionViolations(c: Record<string, unknown>): string[] {
   return out;
 }
 
-Deno.test("the conditions lib/status.ts writes satisfy the CRD's condition schema", () => {
+Deno.test("the conditions lib/model/status.ts writes satisfy the CRD's condition schema", () => {
   for (const reason of Object.values(Reasons)) assert.deepEqual(conditionViolations({ ...base(), reason }), [], reason);
   const now = "2024-01-01T00:00:00Z";
   const statuses = [

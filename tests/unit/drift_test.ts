@@ -7,7 +7,7 @@ import {
   extrasOf,
   HASH_ANNOTATION,
   serverOwned,
-} from "../../lib/drift.ts";
+} from "../../lib/model/drift.ts";
 import type { KubeObject } from "../../lib/objects.ts";
 
 const HASH = "0123456789abcdef01234567";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ItemIndex } from "../../lib/item_index.ts";
-import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/syncconfig.ts";
+import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/model/syncconfig.ts";
 
 function compiled(name: string, syncItems: unknown[], deleteItems: unknown[] = []): CompiledSyncConfig {
   const r = compileSyncConfig({

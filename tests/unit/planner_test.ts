@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import type { KubeObject } from "../../lib/objects.ts";
-import { compileSyncConfig } from "../../lib/syncconfig.ts";
+import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import { type CachedObject, decodeManaged } from "../../lib/sync/cached_object.ts";
 import { desiredObject } from "../../lib/sync/desired.ts";
 import type { ItemResult } from "../../lib/sync/failures.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { REDACTED, redactValues } from "../../lib/redact.ts";
+import { REDACTED, redactValues } from "../../lib/model/redact.ts";
 
 const R = REDACTED;
 

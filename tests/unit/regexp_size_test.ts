@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { RE2JS } from "re2js";
-import { estimateProgramSize } from "../../lib/regexp_size.ts";
+import { estimateProgramSize } from "../../lib/model/regexp_size.ts";
 
 const HOSTILE = "\\pL{0,999}".repeat(100);
 

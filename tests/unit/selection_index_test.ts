@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { SelectionIndex } from "../../lib/selection_index.ts";
-import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/syncconfig.ts";
+import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/model/syncconfig.ts";
 
 interface Ns {
   name: string;

@@ -12,7 +12,7 @@ import {
   MAX_SELECTOR_PROGRAM_SIZE,
   type NamespaceSelectorSpec,
   SelectorError,
-} from "../../lib/selector.ts";
+} from "../../lib/model/selector.ts";
 
 const BASE = ".spec.namespaceSelector";
 const LS = `${BASE}.labelSelector`;

@@ -9,7 +9,7 @@ import {
   statusChanged,
   type SyncConfigStatus,
   syncedStatus,
-} from "../../lib/status.ts";
+} from "../../lib/model/status.ts";
 
 const T1 = "2024-01-01T00:00:00Z";
 const T2 = "2024-01-01T00:05:00Z";

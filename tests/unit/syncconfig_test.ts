@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { type CompileResult, compileSyncConfig, keyOf, MAX_ITEM_DEPTH, type SyncConfig } from "../../lib/syncconfig.ts";
+import {
+  type CompileResult,
+  compileSyncConfig,
+  keyOf,
+  MAX_ITEM_DEPTH,
+  type SyncConfig,
+} from "../../lib/model/syncconfig.ts";
 
 type Spec = NonNullable<SyncConfig["spec"]>;
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "../../lib/template.ts";
+import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "../../lib/model/template.ts";
 
 const P = PROJECT_NAME_PLACEHOLDER;
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { writeWaves } from "../../lib/waves.ts";
-import type { SyncItemSpec } from "../../lib/syncconfig.ts";
+import { writeWaves } from "../../lib/model/waves.ts";
+import type { SyncItemSpec } from "../../lib/model/syncconfig.ts";
 
 const item = (index: number, apiVersion: string, kind: string, name: string, extra = {}): SyncItemSpec => ({
   index,

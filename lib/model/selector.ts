@@ -6,13 +6,13 @@
  * Matching is linear, but compiling is not free: re2js spends about 0.8 KiB per program instruction while compiling
  * and keeps about 0.2 KiB per instruction and 5 KiB per pattern afterwards, and one 1,000-character pattern can ask
  * for 200,000 instructions. So the cost of a selector is bounded before it is paid: each pattern's
- * program size is estimated from its text (lib/regexp_size.ts) and must stay within {@link MAX_PROGRAM_SIZE}, the
+ * program size is estimated from its text (lib/model/regexp_size.ts) and must stay within {@link MAX_PROGRAM_SIZE}, the
  * patterns of one selector within {@link MAX_SELECTOR_PROGRAM_SIZE} together, and each list within
  * {@link MAX_PATTERNS} patterns. These limits are tighter than Go's (which refuses programs only above 3.3 million
  * instructions), but every pattern that makes sense for a namespace name (at most 63 characters) is far below them.
  */
 import { RE2JS } from "re2js";
-import { isObject } from "./objects.ts";
+import { isObject } from "../objects.ts";
 import { estimateProgramSize } from "./regexp_size.ts";
 
 export interface LabelSelectorRequirement {
