@@ -129,8 +129,11 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
   );
   row(
     "(d) time to converge / status writes",
-    "≤ 1 status write per pass",
-    (r) => `${r.d.seconds.toFixed(1)} s / ${r.d.statusWrites} ${mark(r.d.statusWrites <= 1)}`,
+    // A status is held back by its SyncConfig's own work for at most 10 s (lib/status_schedule.ts): a longer burst
+    // shows its progress every 10 s.
+    "≤ 1 status write, +1 per 10 s of burst",
+    (r) =>
+      `${r.d.seconds.toFixed(1)} s / ${r.d.statusWrites} ${mark(r.d.statusWrites <= 1 + Math.floor(r.d.seconds / 10))}`,
   );
   row(
     "(d) units of work / namespaces",
