@@ -18,27 +18,20 @@ import { Discovery, type ResourceInfo } from "./kube/discovery.ts";
 import { Reflector, sleep } from "./kube/reflector.ts";
 import { EventRecorder } from "./events.ts";
 import { Freshness } from "./freshness.ts";
-import { ItemIndex } from "./item_index.ts";
 import { Executor } from "./executor.ts";
 import type { Metrics } from "./metrics.ts";
 import { deepEqual } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+import { Registry } from "./registry.ts";
 import { type NamespaceOutcome, syncConfigInNamespace } from "./namespace_sync.ts";
 import { SyncEvents } from "./sync_events.ts";
 import { ResourceCaches } from "./resource_caches.ts";
-import { SelectionIndex } from "./selection_index.ts";
 import type { StatusSchedule } from "./status_schedule.ts";
 import { StatusWriter, SYNCCONFIG_API } from "./status_writer.ts";
 import type { NamespaceFacts } from "./model/selector.ts";
-import {
-  type CompiledSyncConfig,
-  type CompileResult,
-  compileSyncConfig,
-  keyOf,
-  type SyncConfig,
-} from "./model/syncconfig.ts";
-import { PROJECT_NAME_PLACEHOLDER, renderTemplate } from "./model/template.ts";
+import { type CompiledSyncConfig, keyOf, type SyncConfig } from "./model/syncconfig.ts";
+import { PROJECT_NAME_PLACEHOLDER } from "./model/template.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
@@ -70,7 +63,7 @@ export class Controller {
   readonly syncConfigs: Reflector<SyncConfig>;
   readonly queue = new WorkQueue<string, Trigger>(PRIORITIES);
   /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
-  readonly #compiled = new Map<string, { generation: number; uid: string; result: CompileResult }>();
+  readonly #compiled = new Registry<NamespaceInfo>();
   readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
   /** Which statuses to write, once their SyncConfig's own work is done (see StatusSchedule). */
   readonly #statusWriter: StatusWriter;
@@ -81,11 +74,8 @@ export class Controller {
   readonly #events: EventRecorder;
   readonly #syncEvents: SyncEvents;
   readonly #freshness: Freshness;
-  readonly #selection = new SelectionIndex<NamespaceInfo>();
-  readonly #items = new ItemIndex();
   /** SyncConfigs (by uid) already warned about templated deleteItems. */
   readonly #warnedTemplates = new Set<string>();
-  #itemsStale = true;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
   #pass?: { pending: Set<string>; startedMs: number; cpu: { user: number; system: number } };
   #caches?: ResourceCaches;
@@ -164,7 +154,7 @@ export class Controller {
       wants: (r, ns, name) => this.#itemOwners(r, ns, name).length > 0,
       // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
       // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
-      onCandidateChange: (ns, name) => this.#namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),
+      onCandidateChange: (ns, name) => this.#compiled.namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),
       onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
       onError: (r, e, ms) => this.#watchError(r, e, ms),
     });
@@ -262,7 +252,7 @@ export class Controller {
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
       this.#freshness.forget(ns.name);
-      this.#selection.forget(ns.name);
+      this.#compiled.forgetNamespace(ns.name);
       for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#status.markDirty(cfgKey);
       this.#retries.delete(`ns/${ns.name}`);
       this.#executor?.forgetNamespace(ns.name);
@@ -292,27 +282,16 @@ export class Controller {
     return false;
   }
 
-  #namedByDeleteItem(namespace: string, name: string): boolean {
-    for (const { result } of this.#compiled.values()) {
-      if (result.ok && result.config.deleteItems.some((d) => renderTemplate(d.name, namespace) === name)) return true;
-    }
-    return false;
-  }
-
   /** Keys of the valid SyncConfigs that select `ns` (from the index). */
   #selectingConfigs(ns: NamespaceInfo): string[] {
-    const compiled = this.#compiled;
-    return this.#selection.selecting(ns, function* () {
-      for (const { result } of compiled.values()) if (result.ok) yield result.config;
-    });
+    return this.#compiled.selecting(ns);
   }
 
   /** A SyncConfig was created, changed or deleted: recompile it (see {@link Controller.#enqueueSelected}). */
   #syncConfigChanged(key: string): void {
     const sc = this.syncConfigs.get(key);
     if (!sc) {
-      if (!this.#compiled.has(key)) return;
-      this.#compiled.delete(key);
+      if (!this.#compiled.delete(key)) return;
       this.#specChanged();
       this.#outcomes.delete(key);
       this.#syncEvents.forget(key);
@@ -324,12 +303,8 @@ export class Controller {
       log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
       return;
     }
-    const generation = typeof sc.metadata?.generation === "number" ? sc.metadata.generation : 0;
-    const uid = typeof sc.metadata?.uid === "string" ? sc.metadata.uid : "";
-    let entry = this.#compiled.get(key);
-    if (!entry || entry.generation !== generation || entry.uid !== uid) {
-      entry = { generation, uid, result: compileSafely(sc, key) };
-      this.#compiled.set(key, entry);
+    const { entry, changed } = this.#compiled.compile(key, sc);
+    if (changed) {
       this.#executor?.forgetConfig(key); // a new generation is tried at once, in every namespace
       this.#specChanged();
       const result = entry.result;
@@ -401,35 +376,17 @@ export class Controller {
 
   /** A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. */
   #specChanged(): void {
-    this.#selection.invalidate();
     this.#freshness.changedEverywhere();
-    this.#itemsStale = true;
-    const items = this.#itemIndex();
+    const items = this.#compiled.items();
     this.#caches?.retain(
       (r) => items.hasSyncKind(r.group, r.kind),
       (r) => items.hasDeleteKind(r.group, r.kind),
     );
   }
 
-  #itemIndex(): ItemIndex {
-    if (this.#itemsStale) {
-      const compiled = this.#compiled;
-      this.#items.rebuild(function* () {
-        for (const { result } of compiled.values()) if (result.ok) yield result.config;
-      }());
-      this.#itemsStale = false;
-    }
-    return this.#items;
-  }
-
   /** Keys of the valid SyncConfigs that select `namespace` and have a syncItem naming this object. */
   #itemOwners(r: ResourceInfo, namespace: string, name: string): string[] {
-    const named = this.#itemIndex().naming(r.group, r.kind, namespace, name);
-    if (!named.length) return named;
-    const ns = this.namespaces.get(namespace);
-    if (!ns) return [];
-    const selecting = this.#selectingConfigs(ns);
-    return named.filter((k) => selecting.includes(k));
+    return this.#compiled.itemOwners(r, this.namespaces.get(namespace), name);
   }
 
   /** Bytes of object content (JSON text) held by the managed-object caches, for tests and the bench. */
@@ -456,7 +413,7 @@ export class Controller {
       const targeted: CompiledSyncConfig[] = [];
       const compiled = this.#freshCompiled();
       const selecting = new Set(ns ? this.#selectingConfigs(ns) : []);
-      for (const [cfgKey, { result }] of compiled) {
+      for (const [cfgKey, { result }] of compiled.entries()) {
         if (!result.ok) continue;
         if (selecting.has(cfgKey)) targeted.push(result.config);
         else if (this.#outcomes.get(cfgKey)?.delete(name)) this.#status.markDirty(cfgKey);
@@ -531,12 +488,10 @@ export class Controller {
    * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
    * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
    */
-  #freshCompiled(): Map<string, { generation: number; uid: string; result: CompileResult }> {
-    for (const key of [...this.#compiled.keys()]) {
+  #freshCompiled(): Registry<NamespaceInfo> {
+    for (const key of this.#compiled.keys()) {
       const sc = this.syncConfigs.get(key);
-      const generation = (sc?.metadata?.generation as number | undefined) ?? 0;
-      const known = this.#compiled.get(key)!;
-      if (!sc || known.generation !== generation || known.uid !== sc.metadata?.uid) {
+      if (!this.#compiled.isCurrent(key, sc)) {
         this.#syncConfigChanged(key);
         if (sc) this.#enqueue({ kind: "syncConfig", key }, "syncconfig");
       }
@@ -569,14 +524,6 @@ export class Controller {
 }
 
 /** Compiles a SyncConfig; an unexpected exception (a bug, an input nobody foresaw) makes it Invalid, never stuck. */
-function compileSafely(sc: SyncConfig, key: string): CompileResult {
-  try {
-    return compileSyncConfig(sc);
-  } catch (e) {
-    return { ok: false, key, message: `SyncConfig ${key}: cannot be compiled: ${e instanceof Error ? e.message : e}` };
-  }
-}
-
 function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
 }

@@ -1,0 +1,121 @@
+/**
+ * The compiled SyncConfigs, one per key, with what is derived from them: which SyncConfigs select a namespace
+ * (an index rebuilt lazily per namespace version and generation) and which items name which objects. A SyncConfig
+ * is compiled once per generation and uid; a deleted one and created again under the same key is a new entry.
+ */
+import { ItemIndex } from "./item_index.ts";
+import type { ResourceInfo } from "./kube/discovery.ts";
+import { type CompiledSyncConfig, type CompileResult, compileSyncConfig, type SyncConfig } from "./model/syncconfig.ts";
+import { renderTemplate } from "./model/template.ts";
+import { SelectionIndex } from "./selection_index.ts";
+import type { NamespaceFacts } from "./model/selector.ts";
+
+export interface Compiled {
+  generation: number;
+  uid: string;
+  result: CompileResult;
+}
+
+export class Registry<N extends NamespaceFacts & { name: string; phase: string }> {
+  readonly #compiled = new Map<string, Compiled>();
+  readonly #selection = new SelectionIndex<N>();
+  readonly #items = new ItemIndex();
+  #itemsStale = true;
+
+  get size(): number {
+    return this.#compiled.size;
+  }
+
+  get(key: string): Compiled | undefined {
+    return this.#compiled.get(key);
+  }
+
+  keys(): string[] {
+    return [...this.#compiled.keys()];
+  }
+
+  entries(): IterableIterator<[string, Compiled]> {
+    return this.#compiled.entries();
+  }
+
+  /** The valid compiled SyncConfigs. */
+  *valid(): Generator<CompiledSyncConfig> {
+    for (const { result } of this.#compiled.values()) if (result.ok) yield result.config;
+  }
+
+  /** Whether the entry of `key` is for this generation and uid of the SyncConfig. */
+  isCurrent(key: string, sc: SyncConfig | undefined): boolean {
+    const known = this.#compiled.get(key);
+    return !!known && !!sc && known.generation === generationOf(sc) && known.uid === uidOf(sc);
+  }
+
+  /** Compiles `sc` unless its generation and uid are known; returns the entry and whether it is new. */
+  compile(key: string, sc: SyncConfig): { entry: Compiled; changed: boolean } {
+    const known = this.#compiled.get(key);
+    if (known && this.isCurrent(key, sc)) return { entry: known, changed: false };
+    const entry = { generation: generationOf(sc), uid: uidOf(sc), result: compileSafely(sc, key) };
+    this.#compiled.set(key, entry);
+    this.#changed();
+    return { entry, changed: true };
+  }
+
+  /** The SyncConfig went; false if it was not known. */
+  delete(key: string): boolean {
+    if (!this.#compiled.delete(key)) return false;
+    this.#changed();
+    return true;
+  }
+
+  /** Keys of the valid SyncConfigs that select `ns`. */
+  selecting(ns: N): string[] {
+    return this.#selection.selecting(ns, () => this.valid());
+  }
+
+  /** The namespace went: its selection is forgotten. */
+  forgetNamespace(name: string): void {
+    this.#selection.forget(name);
+  }
+
+  /** Which items name which objects (rebuilt after a change). */
+  items(): ItemIndex {
+    if (this.#itemsStale) {
+      this.#items.rebuild(this.valid());
+      this.#itemsStale = false;
+    }
+    return this.#items;
+  }
+
+  /** Keys of the valid SyncConfigs that select `ns` and have a syncItem naming this object. */
+  itemOwners(r: ResourceInfo, ns: N | undefined, name: string): string[] {
+    if (!ns) return [];
+    const named = this.items().naming(r.group, r.kind, ns.name, name);
+    if (!named.length) return named;
+    const selecting = this.selecting(ns);
+    return named.filter((k) => selecting.includes(k));
+  }
+
+  /** Whether a deleteItem of a valid SyncConfig names object `name` in `namespace`. */
+  namedByDeleteItem(namespace: string, name: string): boolean {
+    for (const config of this.valid()) {
+      if (config.deleteItems.some((d) => renderTemplate(d.name, namespace) === name)) return true;
+    }
+    return false;
+  }
+
+  #changed(): void {
+    this.#selection.invalidate();
+    this.#itemsStale = true;
+  }
+}
+
+const generationOf = (sc: SyncConfig) => typeof sc.metadata?.generation === "number" ? sc.metadata.generation : 0;
+const uidOf = (sc: SyncConfig) => typeof sc.metadata?.uid === "string" ? sc.metadata.uid : "";
+
+/** Compile never throws by contract; this keeps one bug from stopping the controller anyway. */
+function compileSafely(sc: SyncConfig, key: string): CompileResult {
+  try {
+    return compileSyncConfig(sc);
+  } catch (e) {
+    return { ok: false, key, message: `SyncConfig ${key}: cannot be compiled: ${e instanceof Error ? e.message : e}` };
+  }
+}
