@@ -24,7 +24,9 @@ import { deepEqual } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
 import { Registry } from "./registry.ts";
-import { type NamespaceOutcome, syncConfigInNamespace } from "./namespace_sync.ts";
+import { StatusLedger } from "./status_ledger.ts";
+import { RetryBook } from "./sync/retry_book.ts";
+import { syncConfigInNamespace } from "./namespace_sync.ts";
 import { SyncEvents } from "./sync_events.ts";
 import { ResourceCaches } from "./resource_caches.ts";
 import type { StatusSchedule } from "./status_schedule.ts";
@@ -64,12 +66,13 @@ export class Controller {
   readonly queue = new WorkQueue<string, Trigger>(PRIORITIES);
   /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
   readonly #compiled = new Registry<NamespaceInfo>();
-  readonly #outcomes = new Map<string, Map<string, NamespaceOutcome>>();
+  readonly #ledger = new StatusLedger();
   /** Which statuses to write, once their SyncConfig's own work is done (see StatusSchedule). */
   readonly #statusWriter: StatusWriter;
   /** When each SyncConfig's status may be written (its own work done). */
   readonly #status: StatusSchedule;
-  readonly #retries = new Map<string, number>();
+  /** Namespace units to retry after a transient failure (see lib/sync/retry_book.ts). */
+  readonly #retries = new RetryBook<undefined>();
   /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
   readonly #events: EventRecorder;
   readonly #syncEvents: SyncEvents;
@@ -123,7 +126,7 @@ export class Controller {
       client: opts.client,
       syncConfigs: this.syncConfigs,
       compiled: (key) => this.#compiled.get(key),
-      outcomes: (key) => this.#outcomes.get(key)?.values() ?? [],
+      outcomes: (key) => this.#ledger.outcomes(key),
       events: this.#syncEvents,
       metrics: opts.metrics,
       now: opts.now,
@@ -253,8 +256,8 @@ export class Controller {
     if (type === "deleted") {
       this.#freshness.forget(ns.name);
       this.#compiled.forgetNamespace(ns.name);
-      for (const [cfgKey, byNs] of this.#outcomes) if (byNs.delete(ns.name)) this.#status.markDirty(cfgKey);
-      this.#retries.delete(`ns/${ns.name}`);
+      for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#status.markDirty(cfgKey);
+      this.#retries.forgetNamespace(ns.name);
       this.#executor?.forgetNamespace(ns.name);
       this.#status.finished(ns.name);
       this.#statusWriter.kick();
@@ -278,8 +281,7 @@ export class Controller {
 
   #targetedByAny(ns: NamespaceInfo): boolean {
     if (this.#selectingConfigs(ns).length) return true;
-    for (const byNs of this.#outcomes.values()) if (byNs.has(ns.name)) return true;
-    return false;
+    return this.#ledger.counts(ns.name);
   }
 
   /** Keys of the valid SyncConfigs that select `ns` (from the index). */
@@ -293,7 +295,7 @@ export class Controller {
     if (!sc) {
       if (!this.#compiled.delete(key)) return;
       this.#specChanged();
-      this.#outcomes.delete(key);
+      this.#ledger.drop(key);
       this.#syncEvents.forget(key);
       this.#status.forget(key);
       this.#executor?.forgetConfig(key);
@@ -318,8 +320,8 @@ export class Controller {
     }
     this.#status.markDirty(key);
     this.#statusWriter.kick();
-    if (!entry.result.ok) this.#outcomes.delete(key);
-    else if (!this.#outcomes.has(key)) this.#outcomes.set(key, new Map());
+    if (!entry.result.ok) this.#ledger.drop(key);
+    else this.#ledger.track(key);
   }
 
   /**
@@ -362,11 +364,10 @@ export class Controller {
       for (const ns of [...this.namespaces.values()]) {
         if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
         if (this.#compiled.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
-        const byNs = this.#outcomes.get(key);
         if (ns.phase === "Active" && config.selector.selects(ns)) {
           this.#status.queued([key], ns.name);
           this.#enqueue({ kind: "namespace", name: ns.name }, "syncconfig");
-        } else if (byNs?.delete(ns.name)) this.#status.markDirty(key);
+        } else if (this.#ledger.remove(key, ns.name)) this.#status.markDirty(key);
       }
     } finally {
       this.#status.queueing(key, false);
@@ -416,7 +417,7 @@ export class Controller {
       for (const [cfgKey, { result }] of compiled.entries()) {
         if (!result.ok) continue;
         if (selecting.has(cfgKey)) targeted.push(result.config);
-        else if (this.#outcomes.get(cfgKey)?.delete(name)) this.#status.markDirty(cfgKey);
+        else if (this.#ledger.remove(cfgKey, name)) this.#status.markDirty(cfgKey);
       }
       const results = await Promise.all(
         targeted.map((cfg) =>
@@ -435,18 +436,15 @@ export class Controller {
         // or belong to the new generation, whose own unit of this namespace is queued.
         const current = this.#compiled.get(cfg.key)?.result;
         if (!current?.ok || current.config !== cfg) return;
-        const byNs = this.#outcomes.get(cfg.key);
-        if (!byNs) return;
-        const before = byNs.get(name);
-        if (!before || !deepEqual(before, outcome)) {
-          outcome.errors.forEach((e, j) => {
-            if (!before?.errors.includes(e)) {
-              log.warn("{message}", { syncConfig: cfg.key, namespace: name, message: details[j] });
-            }
-          });
-          byNs.set(name, outcome);
-          this.#status.markDirty(cfg.key);
-        }
+        const { changed, before } = this.#ledger.record(cfg.key, name, outcome);
+        if (!changed) return;
+        // A failure is logged when it first appears, not on every pass that repeats it.
+        outcome.errors.forEach((e, j) => {
+          if (!before?.errors.includes(e)) {
+            log.warn("{message}", { syncConfig: cfg.key, namespace: name, message: details[j] });
+          }
+        });
+        this.#status.markDirty(cfg.key);
       });
     } finally {
       // Whatever happened above, the unit ends: retries scheduled, metrics counted, the pass told.
@@ -455,16 +453,10 @@ export class Controller {
       this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry && retryInMs === undefined, Date.now());
       const key = `ns/${name}`;
       if (retry) {
-        const n = (this.#retries.get(key) ?? 0) + 1;
-        this.#retries.set(key, n);
-        this.queue.addAfter(
-          key,
-          PRIORITY.retry,
-          Math.min(300_000, 1000 * 2 ** (n - 1), retryInMs ?? Infinity),
-          "retry",
-        );
+        const backoff = this.#retries.failed(key, "", undefined, false, { namespace: name });
+        this.queue.addAfter(key, PRIORITY.retry, Math.min(backoff, retryInMs ?? Infinity), "retry");
       } else {
-        this.#retries.delete(key);
+        this.#retries.succeeded(key);
         if (retryInMs !== undefined) this.queue.addAfter(key, PRIORITY.retry, retryInMs, "retry");
       }
       const seconds = (performance.now() - started) / 1000;

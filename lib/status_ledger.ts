@@ -1,0 +1,59 @@
+/**
+ * The counts behind each SyncConfig's status: the outcome of its latest sync in each namespace, for the valid
+ * SyncConfigs only (an Invalid one has no counts). The status writer adds them up; the controller says what changed.
+ */
+import type { NamespaceOutcome } from "./namespace_sync.ts";
+import { deepEqual } from "./objects.ts";
+
+export class StatusLedger {
+  readonly #byConfig = new Map<string, Map<string, NamespaceOutcome>>();
+
+  /** A valid SyncConfig: its counts are kept (none yet if it is new). */
+  track(cfgKey: string): void {
+    if (!this.#byConfig.has(cfgKey)) this.#byConfig.set(cfgKey, new Map());
+  }
+
+  /** The SyncConfig went or became invalid: its counts go. */
+  drop(cfgKey: string): void {
+    this.#byConfig.delete(cfgKey);
+  }
+
+  /**
+   * Records the outcome of a sync of `cfgKey` in `namespace`. Returns the previous outcome and whether it changed;
+   * nothing is recorded for a SyncConfig that is not tracked (deleted or made invalid meanwhile).
+   */
+  record(
+    cfgKey: string,
+    namespace: string,
+    outcome: NamespaceOutcome,
+  ): { changed: boolean; before?: NamespaceOutcome } {
+    const byNs = this.#byConfig.get(cfgKey);
+    if (!byNs) return { changed: false };
+    const before = byNs.get(namespace);
+    if (before && deepEqual(before, outcome)) return { changed: false, before };
+    byNs.set(namespace, outcome);
+    return { changed: true, before };
+  }
+
+  /** `cfgKey` does not select `namespace` any more; true if it had counts there. */
+  remove(cfgKey: string, namespace: string): boolean {
+    return this.#byConfig.get(cfgKey)?.delete(namespace) ?? false;
+  }
+
+  /** The namespace went; returns the SyncConfigs whose counts changed. */
+  forgetNamespace(namespace: string): string[] {
+    const changed: string[] = [];
+    for (const [cfgKey, byNs] of this.#byConfig) if (byNs.delete(namespace)) changed.push(cfgKey);
+    return changed;
+  }
+
+  /** Whether any SyncConfig has counts in `namespace` (it was selected before). */
+  counts(namespace: string): boolean {
+    for (const byNs of this.#byConfig.values()) if (byNs.has(namespace)) return true;
+    return false;
+  }
+
+  outcomes(cfgKey: string): Iterable<NamespaceOutcome> {
+    return this.#byConfig.get(cfgKey)?.values() ?? [];
+  }
+}

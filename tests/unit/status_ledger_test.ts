@@ -1,0 +1,39 @@
+/** The counts behind each SyncConfig's status (lib/status_ledger.ts). */
+import assert from "node:assert/strict";
+import { StatusLedger } from "../../lib/status_ledger.ts";
+
+const ok = (synced: number) => ({ synced, deleted: 0, failed: 0, errors: [] });
+
+Deno.test("StatusLedger records per namespace and says when an outcome changed", () => {
+  const l = new StatusLedger();
+  l.track("c/a");
+  assert.deepEqual(l.record("c/a", "n1", ok(2)), { changed: true, before: undefined });
+  assert.deepEqual(l.record("c/a", "n1", ok(2)), { changed: false, before: ok(2) });
+  assert.deepEqual(l.record("c/a", "n1", ok(3)), { changed: true, before: ok(2) });
+  l.record("c/a", "n2", ok(1));
+  assert.deepEqual([...l.outcomes("c/a")].map((o) => o.synced), [3, 1]);
+});
+
+Deno.test("StatusLedger keeps nothing for a SyncConfig it does not track (deleted or invalid)", () => {
+  const l = new StatusLedger();
+  assert.deepEqual(l.record("c/gone", "n1", ok(1)), { changed: false });
+  l.track("c/a");
+  l.record("c/a", "n1", ok(1));
+  l.drop("c/a");
+  assert.deepEqual([...l.outcomes("c/a")], []);
+  l.track("c/a");
+  assert.deepEqual([...l.outcomes("c/a")], [], "tracked again: starts empty");
+});
+
+Deno.test("StatusLedger forgets a namespace for every SyncConfig and says which changed", () => {
+  const l = new StatusLedger();
+  for (const k of ["c/a", "c/b", "c/c"]) l.track(k);
+  l.record("c/a", "n1", ok(1));
+  l.record("c/b", "n1", ok(1));
+  l.record("c/c", "n2", ok(1));
+  assert.equal(l.counts("n1"), true);
+  assert.deepEqual(l.forgetNamespace("n1"), ["c/a", "c/b"]);
+  assert.equal(l.counts("n1"), false);
+  assert.equal(l.remove("c/c", "n2"), true);
+  assert.equal(l.remove("c/c", "n2"), false);
+});
