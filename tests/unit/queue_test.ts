@@ -304,3 +304,21 @@ Deno.test("WorkQueue reports how long a key waited, counted from its first add",
     clock.uninstall();
   }
 });
+
+Deno.test("WorkQueue keeps the tag of the add that gave a key its priority", async () => {
+  const q = new WorkQueue<string, string>(3);
+  q.add("ns/a", 2, "interval");
+  q.add("ns/a", 2, "other-interval");
+  q.add("ns/b", 1, "syncconfig");
+  q.add("ns/b", 0, "namespace");
+  assert.deepEqual(withoutWait(await q.get()), { key: "ns/b", priority: 0, tag: "namespace" }, "promoted: its tag");
+  q.done("ns/b");
+  assert.deepEqual(withoutWait(await q.get()), { key: "ns/a", priority: 2, tag: "interval" }, "same priority: first");
+  // Re-added while processing: once more afterwards, with the most urgent re-add's tag.
+  q.add("ns/a", 2, "interval");
+  q.add("ns/a", 0, "retry");
+  q.done("ns/a");
+  assert.deepEqual(withoutWait(await q.get()), { key: "ns/a", priority: 0, tag: "retry" });
+  q.done("ns/a");
+  q.shutdown();
+});
