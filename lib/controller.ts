@@ -11,7 +11,6 @@
  * other requests at the rate limiter.
  */
 import { getLogger } from "@logtape/logtape";
-import process from "node:process";
 import { setImmediate } from "node:timers";
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery, type ResourceInfo } from "./kube/discovery.ts";
@@ -23,6 +22,7 @@ import type { Metrics } from "./metrics.ts";
 import { deepEqual } from "./objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+import { PassTracker } from "./pass.ts";
 import { Registry } from "./registry.ts";
 import { StatusLedger } from "./status_ledger.ts";
 import { RetryBook } from "./sync/retry_book.ts";
@@ -80,7 +80,10 @@ export class Controller {
   /** SyncConfigs (by uid) already warned about templated deleteItems. */
   readonly #warnedTemplates = new Set<string>();
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
-  #pass?: { pending: Set<string>; startedMs: number; cpu: { user: number; system: number } };
+  readonly #pass = new PassTracker((wall, cpu) => {
+    this.opts.metrics.passDuration.observe(wall);
+    this.opts.metrics.passCpu.observe(cpu);
+  });
   #caches?: ResourceCaches;
   #executor?: Executor;
   #workerStarted = false;
@@ -226,26 +229,24 @@ export class Controller {
     while (!signal.aborted) {
       await sleep(this.opts.reconcileIntervalMs, signal);
       if (signal.aborted) return;
-      // The previous pass is still running (queued or in progress); one stuck for 10 minutes is abandoned.
-      const previous = this.#pass;
-      if (previous && performance.now() - previous.startedMs < 600_000) continue;
+      // The previous pass is still running (queued or in progress).
+      if (this.#pass.running) continue;
       // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
       this.#freshCompiled();
       const now = Date.now();
-      const pass = { pending: new Set<string>(), startedMs: performance.now(), cpu: process.cpuUsage() };
-      this.#pass = pass;
       let unchanged = 0;
-      for (const ns of this.namespaces.values()) {
-        if (!this.#targetedByAny(ns)) continue;
-        if (this.#freshness.isFresh(ns.name, now)) unchanged++;
-        else {
-          pass.pending.add(ns.name);
-          this.#status.queued(this.#selectingConfigs(ns), ns.name);
-          this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
+      this.#pass.start(function* (this: Controller) {
+        for (const ns of this.namespaces.values()) {
+          if (!this.#targetedByAny(ns)) continue;
+          if (this.#freshness.isFresh(ns.name, now)) unchanged++;
+          else {
+            this.#status.queued(this.#selectingConfigs(ns), ns.name);
+            this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
+            yield ns.name;
+          }
         }
-      }
+      }.bind(this));
       if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
-      if (pass.pending.size === 0) this.#passDone();
       // Caches pick up what watches missed, but a status must be refreshed after a pass too.
       for (const key of this.#compiled.keys()) this.#status.markDirty(key);
       this.#statusWriter.kick();
@@ -464,16 +465,8 @@ export class Controller {
       this.opts.metrics.syncDuration.observe({ trigger }, seconds);
       this.opts.metrics.compat.reconciled(trigger, failed, seconds);
       // Whatever the trigger: a namespace event may have taken the pass's unit over.
-      if (this.#pass?.pending.delete(name) && this.#pass.pending.size === 0) this.#passDone();
+      this.#pass.finished(name);
     }
-  }
-
-  #passDone(): void {
-    const pass = this.#pass!;
-    this.#pass = undefined;
-    const cpu = process.cpuUsage(pass.cpu);
-    this.opts.metrics.passDuration.observe((performance.now() - pass.startedMs) / 1000);
-    this.opts.metrics.passCpu.observe((cpu.user + cpu.system) / 1e6);
   }
 
   /**
