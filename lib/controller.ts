@@ -14,7 +14,8 @@ import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
 import type { KubeClient } from "./kube/client.ts";
 import { Discovery, type ResourceInfo } from "./kube/discovery.ts";
-import { Reflector, sleep } from "./kube/reflector.ts";
+import { Reflector } from "./kube/reflector.ts";
+import { sleep } from "./kube/backoff.ts";
 import { EventRecorder } from "./events.ts";
 import { Freshness } from "./freshness.ts";
 import { Executor } from "./executor.ts";
@@ -36,8 +37,6 @@ import { type CompiledSyncConfig, keyOf, type SyncConfig } from "./model/synccon
 import { PROJECT_NAME_PLACEHOLDER } from "./model/template.ts";
 
 const log = getLogger(["espejo", "controller"]);
-
-export { SYNCCONFIG_API };
 
 /** How long the status writer waits after a kick, to write once for units that end together. */
 

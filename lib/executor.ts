@@ -16,15 +16,12 @@ import type { ResourceCaches } from "./resource_caches.ts";
 import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "./model/syncconfig.ts";
 import { renderTemplate } from "./model/template.ts";
 import { Applier, type WriteTarget } from "./sync/applier.ts";
-import { type CachedObject, OWNER_ANNOTATION } from "./sync/cached_object.ts";
+import type { CachedObject } from "./sync/cached_object.ts";
 import { desiredObject } from "./sync/desired.ts";
 import { failure, type ItemAction, type ItemResult, reasonOf } from "./sync/failures.ts";
 import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField, type SyncTarget } from "./sync/planner.ts";
 import { RetryBook } from "./sync/retry_book.ts";
 import { acceptWritten, remember } from "./sync/verdict.ts";
-
-export { OWNER_ANNOTATION };
-export type { ItemAction, ItemResult };
 
 const log = getLogger(["espejo", "executor"]);
 

@@ -8,7 +8,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./kube/client.ts";
 import { isConflict, isNotFound } from "./kube/errors.ts";
-import { sleep } from "./kube/reflector.ts";
+import { sleep } from "./kube/backoff.ts";
 
 export const LEASE_NAME = "bd39f6a0.appuio.ch";
 const log = getLogger(["espejo", "leader"]);

@@ -4,7 +4,8 @@
  * the unit. Folds the item results into the counts of the namespace and whether it must be retried.
  */
 import { getLogger } from "@logtape/logtape";
-import type { Executor, ItemAction, ItemResult } from "./executor.ts";
+import type { Executor } from "./executor.ts";
+import type { ItemAction, ItemResult } from "./sync/failures.ts";
 import type { CompiledSyncConfig } from "./model/syncconfig.ts";
 import { renderTemplate } from "./model/template.ts";
 import { writeWaves } from "./model/waves.ts";

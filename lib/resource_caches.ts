@@ -18,9 +18,6 @@ import {
   MANAGED_LABEL_VALUE,
 } from "./sync/cached_object.ts";
 
-export { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./sync/cached_object.ts";
-export type { CachedObject, ExistingObject } from "./sync/cached_object.ts";
-
 export interface CacheEvents {
   /** A managed object changed (someone else may have edited it): its namespace should be checked. */
   onManagedChange?: (namespace: string) => void;

@@ -3,7 +3,7 @@
  * namespaces (at most {@link MAX_FAILURE_EVENTS} a flush; the status counts them all), and a summary of what was
  * written since the last flush. The EventRecorder aggregates repeats.
  */
-import type { ItemAction } from "./executor.ts";
+import type { ItemAction } from "./sync/failures.ts";
 import { type EventRecorder, groupFailures } from "./events.ts";
 import type { CompileResult, SyncConfig } from "./model/syncconfig.ts";
 

@@ -11,8 +11,6 @@ import { ApiError, isGone } from "./errors.ts";
 import type { KubeObject } from "../objects.ts";
 import { HEALTHY_WATCH_MS, nextRound, type Round, sleep } from "./backoff.ts";
 
-export { sleep };
-
 export type ChangeType = "added" | "modified" | "deleted";
 /** `key` is `namespace/name` (or `name` for cluster-scoped objects). */
 export type ChangeHandler<T> = (type: ChangeType, obj: T, old: T | undefined, key: string) => void;
@@ -269,12 +267,15 @@ function sameObject<T>(cached: Cached<T> | undefined, raw: KubeObject): T | unde
   return cached && cached.uid === raw.metadata?.uid ? cached.value : undefined;
 }
 
-function isOlder(rv: string, than: string): boolean {
-  if (!/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
-  return BigInt(rv) < BigInt(than);
+/**
+ * Orders two resourceVersions: negative when `a` is older. They are integers in every API server that exists, but
+ * opaque by contract: undefined unless both parse as such.
+ */
+function compareVersions(a: string, b: string): number | undefined {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
+  const d = BigInt(a) - BigInt(b);
+  return d < 0n ? -1 : d > 0n ? 1 : 0;
 }
 
-function isAtLeast(rv: string, than: string): boolean {
-  if (!/^\d+$/.test(rv) || !/^\d+$/.test(than)) return false;
-  return BigInt(rv) >= BigInt(than);
-}
+const isOlder = (rv: string, than: string) => (compareVersions(rv, than) ?? 0) < 0;
+const isAtLeast = (rv: string, than: string) => (compareVersions(rv, than) ?? -1) >= 0;

@@ -9,8 +9,6 @@ export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const MANAGED_LABEL_VALUE = "espejo";
 /** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
-/** The hash of the desired object espejo last wrote (see lib/model/drift.ts). */
-export { HASH_ANNOTATION } from "../model/drift.ts";
 import { HASH_ANNOTATION } from "../model/drift.ts";
 
 /**
