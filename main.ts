@@ -3,16 +3,16 @@
  * Flags -> config, logging, API client, probes and metrics, leader election, the controller, signal handling.
  */
 import { getLogger } from "@logtape/logtape";
-import { parseConfig } from "./lib/config.ts";
-import { formatDuration } from "./lib/duration.ts";
-import { Controller } from "./lib/controller.ts";
-import { serveMetrics, serveProbes } from "./lib/http_server.ts";
+import { parseConfig } from "./lib/app/config.ts";
+import { formatDuration } from "./lib/app/duration.ts";
+import { Controller } from "./lib/controller/controller.ts";
+import { serveMetrics, serveProbes } from "./lib/app/http_server.ts";
 import { HttpKubeClient } from "./lib/kube/client.ts";
 import { loadClientOptions } from "./lib/kube/kubeconfig.ts";
-import { LeaderElector } from "./lib/leader.ts";
-import { setupLogging } from "./lib/logging.ts";
-import { Metrics } from "./lib/metrics.ts";
-import { VERSION } from "./lib/version.ts";
+import { LeaderElector } from "./lib/kube/leader.ts";
+import { setupLogging } from "./lib/app/logging.ts";
+import { Metrics } from "./lib/metrics/metrics.ts";
+import { VERSION } from "./lib/app/version.ts";
 
 /** A unit of work that has been running this long (a wedged worker) makes /healthz report unhealthy. */
 const WEDGED_AFTER_MS = 5 * 60_000;

@@ -33,7 +33,7 @@ import {
 import { installBase } from "../tests/testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
-import { parseGoDuration } from "../lib/duration.ts";
+import { parseGoDuration } from "../lib/app/duration.ts";
 import { AuditTail } from "./audit_tail.ts";
 import {
   countBy,

@@ -5,11 +5,11 @@
  */
 import { join } from "node:path";
 import { parse } from "yaml";
-import { Controller } from "../lib/controller.ts";
+import { Controller } from "../lib/controller/controller.ts";
 import { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
-import { Metrics } from "../lib/metrics.ts";
-import type { KubeObject } from "../lib/objects.ts";
+import { Metrics } from "../lib/metrics/metrics.ts";
+import type { KubeObject } from "../lib/kube/objects.ts";
 import { repoRoot } from "../tests/testenv/build.ts";
 import { ControlPlane, createServiceAccount } from "../tests/testenv/controlplane.ts";
 import { applyObject } from "../tests/testenv/apply.ts";

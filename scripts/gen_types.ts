@@ -1,12 +1,12 @@
 /**
- * Generates `lib/types/syncconfig.ts` from the CRD's openAPIV3Schema, the single source of truth for the
+ * Generates `lib/model/syncconfig_types.ts` from the CRD's openAPIV3Schema, the single source of truth for the
  * SyncConfig shape. `--check` fails (exit 1) when the committed file is stale.
  */
 import { compile } from "json-schema-to-typescript";
 import { parse } from "yaml";
 
 const crdPath = new URL("../deploy/crds/sync.appuio.ch_syncconfigs.yaml", import.meta.url);
-const outPath = new URL("../lib/types/syncconfig.ts", import.meta.url);
+const outPath = new URL("../lib/model/syncconfig_types.ts", import.meta.url);
 
 // deno-lint-ignore no-explicit-any
 type Schema = any;
@@ -74,11 +74,11 @@ const generated = await generate();
 if (Deno.args.includes("--check")) {
   const current = await Deno.readTextFile(outPath).catch(() => "");
   if (current !== generated) {
-    console.error("lib/types/syncconfig.ts is stale: run `deno task gen-types` and commit the result");
+    console.error("lib/model/syncconfig_types.ts is stale: run `deno task gen-types` and commit the result");
     Deno.exit(1);
   }
-  console.log("lib/types/syncconfig.ts is up to date");
+  console.log("lib/model/syncconfig_types.ts is up to date");
 } else {
   await Deno.writeTextFile(outPath, generated);
-  console.log("wrote lib/types/syncconfig.ts");
+  console.log("wrote lib/model/syncconfig_types.ts");
 }

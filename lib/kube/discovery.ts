@@ -5,7 +5,7 @@
  */
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { splitApiVersion } from "../objects.ts";
+import { splitApiVersion } from "./objects.ts";
 
 export interface ResourceInfo {
   /** Plural resource name, e.g. `configmaps`. */

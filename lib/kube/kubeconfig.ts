@@ -18,7 +18,7 @@ import { getLogger } from "@logtape/logtape";
 import type { HttpClientOptions } from "./client.ts";
 import { type ClusterEntry, clusterTransport } from "./cluster_transport.ts";
 import { type Env, proxyFromEnvironment } from "./proxy_env.ts";
-import { encodeBase64 } from "../objects.ts";
+import { encodeBase64 } from "./objects.ts";
 
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 /** Tokens are rotated on disk (bound service account tokens, about hourly); re-read at most once a minute. */

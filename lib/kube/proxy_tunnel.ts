@@ -5,7 +5,7 @@
  */
 import type { Socket } from "node:net";
 import { proxyCredentials } from "./transport.ts";
-import { encodeBase64 } from "../objects.ts";
+import { encodeBase64 } from "./objects.ts";
 
 /** A proxy that has not finished its handshake in this time is given up (the request's own timeout is longer). */
 const PROXY_HANDSHAKE_TIMEOUT_MS = 30_000;

@@ -8,7 +8,7 @@
  */
 import type { KubeClient, WatchEvent } from "./client.ts";
 import { ApiError, isGone } from "./errors.ts";
-import type { KubeObject } from "../objects.ts";
+import type { KubeObject } from "./objects.ts";
 import { HEALTHY_WATCH_MS, nextRound, type Round, sleep } from "./backoff.ts";
 
 export type ChangeType = "added" | "modified" | "deleted";

@@ -22,7 +22,7 @@
  * A verdict stands for one resourceVersion: an unchanged version has unchanged content.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson, deepEqual, isObject, type KubeObject, SERVER_OWNED_METADATA } from "../objects.ts";
+import { canonicalJson, deepEqual, isObject, type KubeObject, SERVER_OWNED_METADATA } from "../kube/objects.ts";
 
 export const FIELD_MANAGER = "espejo";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";

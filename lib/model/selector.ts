@@ -12,7 +12,7 @@
  * instructions), but every pattern that makes sense for a namespace name (at most 63 characters) is far below them.
  */
 import { RE2JS } from "re2js";
-import { isObject } from "../objects.ts";
+import { isObject } from "../kube/objects.ts";
 import { estimateProgramSize } from "./regexp_size.ts";
 
 export interface LabelSelectorRequirement {

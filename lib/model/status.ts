@@ -3,8 +3,8 @@
  * reasons. Pure: computes the next status from the previous one, so an unchanged outcome gives an identical
  * status (same lastTransitionTime) and no write.
  */
-import { deepEqual } from "../objects.ts";
-import type { SyncConfig } from "../types/syncconfig.ts";
+import { deepEqual } from "../kube/objects.ts";
+import type { SyncConfig } from "./syncconfig_types.ts";
 
 export type SyncConfigStatus = NonNullable<SyncConfig["status"]>;
 export type Condition = NonNullable<SyncConfigStatus["conditions"]>[number];

@@ -3,9 +3,9 @@
  * selectors and pre-validated items. Spec problems make the whole SyncConfig invalid (espejo's `Invalid`
  * condition); item problems only fail that item.
  */
-import type { SyncConfig } from "../types/syncconfig.ts";
+import type { SyncConfig } from "./syncconfig_types.ts";
 import { compileNamespaceSelector, type NamespaceSelector, SelectorError } from "./selector.ts";
-import { isObject, type KubeObject, SERVER_OWNED_METADATA, splitApiVersion } from "../objects.ts";
+import { isObject, type KubeObject, SERVER_OWNED_METADATA, splitApiVersion } from "../kube/objects.ts";
 
 export type { SyncConfig };
 

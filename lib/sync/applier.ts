@@ -10,7 +10,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isAlreadyExists, isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
 import { FIELD_MANAGER } from "../model/drift.ts";
-import type { KubeObject } from "../objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
 import { OWNER_ANNOTATION } from "./cached_object.ts";
 import type { ItemAction } from "./failures.ts";
 import { OwnedByOther } from "./failures.ts";

@@ -3,7 +3,7 @@
  * value here comes from the object, which a tenant may write: markers are hints, strings are bounded, and objects
  * no item names keep their identity only.
  */
-import type { KubeObject } from "../objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
 
 export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const MANAGED_LABEL_VALUE = "espejo";

@@ -4,7 +4,7 @@
  * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
  */
 import { HASH_ANNOTATION } from "../model/drift.ts";
-import { encodeBase64, hashOf, type KubeObject } from "../objects.ts";
+import { encodeBase64, hashOf, type KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./cached_object.ts";

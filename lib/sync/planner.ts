@@ -5,7 +5,7 @@
  * for the caller to record. The applier (lib/sync/applier.ts) performs the plan.
  */
 import type { ResourceInfo } from "../kube/discovery.ts";
-import type { KubeObject } from "../objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
 import type { CachedObject, ExistingObject } from "./cached_object.ts";
 import { failure, type ItemResult, OwnedByOther } from "./failures.ts";

@@ -7,7 +7,7 @@
  * verdict kept instead (the baseline when in sync, the out-of-sync record when not).
  */
 import { compareByValue, contentHash, extrasHash, HASH_ANNOTATION, type Verdict } from "../model/drift.ts";
-import type { KubeObject } from "../objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
 import type { CachedObject } from "./cached_object.ts";
 
 type OutOfSync = NonNullable<CachedObject["outOfSync"]>;

@@ -10,7 +10,7 @@ import { repoRoot } from "../testenv/build.ts";
 import { kubeconfigYaml } from "../testenv/controlplane.ts";
 import { clientFor, testCluster } from "../testenv/shared.ts";
 import { isAlreadyExists } from "../../lib/kube/errors.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 

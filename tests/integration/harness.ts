@@ -2,14 +2,14 @@
  * Runs the controller in-process against the test control plane, under the ServiceAccount identity and the
  * ClusterRole from deploy/ (never as admin), and helpers to read what it did.
  */
-import { Controller } from "../../lib/controller.ts";
+import { Controller } from "../../lib/controller/controller.ts";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
-import { Metrics } from "../../lib/metrics.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import { Metrics } from "../../lib/metrics/metrics.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 import { type AuditEvent, createServiceAccount, type Identity } from "../testenv/controlplane.ts";
 import { auditEvents, clientFor, eventually, type TestCluster } from "../testenv/shared.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
-import { setupLogging } from "../../lib/logging.ts";
+import { setupLogging } from "../../lib/app/logging.ts";
 
 // ESPEJO_TEST_LOG=debug shows the controller's log while tests run.
 if (Deno.env.get("ESPEJO_TEST_LOG")) await setupLogging("text", Deno.env.get("ESPEJO_TEST_LOG") === "debug");

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { Reflector } from "../../lib/kube/reflector.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
 import { createNamespace } from "./harness.ts";
 

@@ -2,7 +2,7 @@
 import { parseAllDocuments } from "yaml";
 import type { KubeClient } from "../../lib/kube/client.ts";
 import { Discovery, objectPath } from "../../lib/kube/discovery.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 
 export async function applyYaml(client: KubeClient, text: string, namespace?: string): Promise<KubeObject[]> {
   const discovery = new Discovery(client, 0);

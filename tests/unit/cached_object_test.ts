@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { extrasHash, HASH_ANNOTATION } from "../../lib/model/drift.ts";
-import type { KubeObject, ManagedFieldsEntry } from "../../lib/objects.ts";
+import type { KubeObject, ManagedFieldsEntry } from "../../lib/kube/objects.ts";
 import { type CachedObject, decodeManaged, MANAGED_LABEL, OWNER_ANNOTATION } from "../../lib/sync/cached_object.ts";
 import { acceptWritten, judge } from "../../lib/sync/verdict.ts";
 

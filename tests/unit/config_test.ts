@@ -7,7 +7,7 @@ import {
   normalizeBooleanFlags,
   parseConfig,
   parseListenAddr,
-} from "../../lib/config.ts";
+} from "../../lib/app/config.ts";
 
 const parse = (args: string[], env: Record<string, string | undefined> = {}): Config =>
   parseConfig(args, env, "test", true);

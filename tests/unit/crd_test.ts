@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { invalidStatus, Reasons, syncedStatus } from "../../lib/model/status.ts";
-import type { SyncConfig } from "../../lib/types/syncconfig.ts";
+import type { SyncConfig } from "../../lib/model/syncconfig_types.ts";
 
 // deno-lint-ignore no-explicit-any
 type Schema = any;

@@ -5,7 +5,7 @@ import { desiredObject, normalizeWriteOnlyFields } from "../../lib/sync/desired.
 import { HASH_ANNOTATION } from "../../lib/model/drift.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../../lib/sync/cached_object.ts";
 import { type CompiledSyncConfig, compileSyncConfig, type SyncItemSpec } from "../../lib/model/syncconfig.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 
 Deno.test("the marker label and annotations are espejo's", () => {
   assert.equal(MANAGED_LABEL, "sync.appuio.ch/managed-by");

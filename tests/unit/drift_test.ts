@@ -8,7 +8,7 @@ import {
   HASH_ANNOTATION,
   serverOwned,
 } from "../../lib/model/drift.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 
 const HASH = "0123456789abcdef01234567";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { formatDuration, parseGoDuration } from "../../lib/duration.ts";
+import { formatDuration, parseGoDuration } from "../../lib/app/duration.ts";
 
 const MS = 1;
 const S = 1000 * MS;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { groupFailures } from "../../lib/events.ts";
+import { groupFailures } from "../../lib/kube/events.ts";
 
 Deno.test("groupFailures folds one item's failure across namespaces into one namespace-free message", () => {
   const errors = [

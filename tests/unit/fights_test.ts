@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { FightBook } from "../../lib/fights.ts";
+import { FightBook } from "../../lib/sync/fights.ts";
 
 function clock() {
   const c = { ms: 1_000_000, now: () => c.ms };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { Freshness } from "../../lib/freshness.ts";
+import { Freshness } from "../../lib/controller/freshness.ts";
 
 const MAX_AGE = 60_000;
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { Metrics, resourceOfPath } from "../../lib/metrics.ts";
+import { Metrics, resourceOfPath } from "../../lib/metrics/metrics.ts";
 
 const PATHS: [path: string, resource: string, named: boolean][] = [
   // core group

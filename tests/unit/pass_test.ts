@@ -1,6 +1,6 @@
 /** One interval pass at a time (lib/pass.ts). */
 import assert from "node:assert/strict";
-import { PassTracker } from "../../lib/pass.ts";
+import { PassTracker } from "../../lib/controller/pass.ts";
 
 Deno.test("PassTracker: a pass is done when the last namespace it queued is", () => {
   const done: number[] = [];

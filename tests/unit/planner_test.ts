@@ -1,7 +1,7 @@
 /** The pure planner (lib/sync/planner.ts) with an in-memory view: every branch without a server. */
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
-import type { KubeObject } from "../../lib/objects.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
 import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import { type CachedObject, decodeManaged } from "../../lib/sync/cached_object.ts";
 import { desiredObject } from "../../lib/sync/desired.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "../../lib/prometheus.ts";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "../../lib/metrics/prometheus.ts";
 
 Deno.test("Registry.metrics writes HELP, TYPE and one line per series, labels escaped", () => {
   const registry = new Registry();

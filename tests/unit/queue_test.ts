@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import FakeTimers from "@sinonjs/fake-timers";
-import { WorkQueue } from "../../lib/queue.ts";
+import { WorkQueue } from "../../lib/controller/queue.ts";
 
 /** Drops the measured wait, which the structural assertions do not compare. */
 function withoutWait<T extends { waitedMs: number }>(item: T | undefined): Omit<T, "waitedMs"> | undefined {

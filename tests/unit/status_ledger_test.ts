@@ -1,6 +1,6 @@
 /** The counts behind each SyncConfig's status (lib/status_ledger.ts). */
 import assert from "node:assert/strict";
-import { StatusLedger } from "../../lib/status_ledger.ts";
+import { StatusLedger } from "../../lib/controller/status_ledger.ts";
 
 const ok = (synced: number) => ({ synced, deleted: 0, failed: 0, errors: [] });
 

@@ -1,6 +1,6 @@
 /** When a SyncConfig's status may be written (lib/status_schedule.ts). */
 import assert from "node:assert/strict";
-import { StatusSchedule } from "../../lib/status_schedule.ts";
+import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
 
 function schedule(maxHoldMs = 10_000) {
   const clock = { ms: 0 };

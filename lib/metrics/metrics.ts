@@ -3,8 +3,8 @@
  * `--metrics-addr` at `/metrics`.
  */
 import * as client from "./prometheus.ts";
-import type { ResponseObserver } from "./kube/client.ts";
-import { ControllerRuntimeMetrics } from "./metrics_compat.ts";
+import type { ResponseObserver } from "../kube/client.ts";
+import { ControllerRuntimeMetrics } from "./compat.ts";
 
 export class Metrics {
   readonly registry = new client.Registry();

@@ -7,16 +7,16 @@
  * - deletion candidates: metadata only (name, namespace, uid) of every object of a kind named in `deleteItems`,
  *   so that a deleteItem that is already absent costs no request.
  */
-import type { KubeClient } from "./kube/client.ts";
-import { collectionPath, type ResourceInfo } from "./kube/discovery.ts";
-import { Reflector } from "./kube/reflector.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { collectionPath, type ResourceInfo } from "../kube/discovery.ts";
+import { Reflector } from "../kube/reflector.ts";
 import {
   type CachedObject,
   decodeManaged,
   type ExistingObject,
   MANAGED_LABEL,
   MANAGED_LABEL_VALUE,
-} from "./sync/cached_object.ts";
+} from "./cached_object.ts";
 
 export interface CacheEvents {
   /** A managed object changed (someone else may have edited it): its namespace should be checked. */

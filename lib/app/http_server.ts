@@ -1,6 +1,6 @@
 /** The metrics and probe endpoints. */
 import type { ListenAddr } from "./config.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 
 export interface Probes {
   /** Caches synced (and, for a standby, warm): the process can do its job. */

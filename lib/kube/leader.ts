@@ -6,9 +6,9 @@
  * clock from the moment this process last saw it change (clocks of different machines are never compared).
  */
 import { getLogger } from "@logtape/logtape";
-import type { KubeClient } from "./kube/client.ts";
-import { isConflict, isNotFound } from "./kube/errors.ts";
-import { sleep } from "./kube/backoff.ts";
+import type { KubeClient } from "./client.ts";
+import { isConflict, isNotFound } from "./errors.ts";
+import { sleep } from "./backoff.ts";
 
 export const LEASE_NAME = "bd39f6a0.appuio.ch";
 const log = getLogger(["espejo", "leader"]);

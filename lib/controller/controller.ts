@@ -12,29 +12,29 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
-import type { KubeClient } from "./kube/client.ts";
-import { Discovery, type ResourceInfo } from "./kube/discovery.ts";
-import { Reflector } from "./kube/reflector.ts";
-import { sleep } from "./kube/backoff.ts";
-import { EventRecorder } from "./events.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
+import { Reflector } from "../kube/reflector.ts";
+import { sleep } from "../kube/backoff.ts";
+import { EventRecorder } from "../kube/events.ts";
 import { Freshness } from "./freshness.ts";
-import { Executor } from "./executor.ts";
-import type { Metrics } from "./metrics.ts";
-import { deepEqual } from "./objects.ts";
+import { Executor } from "../sync/executor.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { deepEqual } from "../kube/objects.ts";
 import { WorkQueue } from "./queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
 import { PassTracker } from "./pass.ts";
 import { Registry } from "./registry.ts";
 import { StatusLedger } from "./status_ledger.ts";
-import { RetryBook } from "./sync/retry_book.ts";
-import { syncConfigInNamespace } from "./namespace_sync.ts";
+import { RetryBook } from "../sync/retry_book.ts";
+import { syncConfigInNamespace } from "../sync/namespace_sync.ts";
 import { SyncEvents } from "./sync_events.ts";
-import { ResourceCaches } from "./resource_caches.ts";
+import { ResourceCaches } from "../sync/resource_caches.ts";
 import type { StatusSchedule } from "./status_schedule.ts";
 import { StatusWriter, SYNCCONFIG_API } from "./status_writer.ts";
-import type { NamespaceFacts } from "./model/selector.ts";
-import { type CompiledSyncConfig, keyOf, type SyncConfig } from "./model/syncconfig.ts";
-import { PROJECT_NAME_PLACEHOLDER } from "./model/template.ts";
+import type { NamespaceFacts } from "../model/selector.ts";
+import { type CompiledSyncConfig, keyOf, type SyncConfig } from "../model/syncconfig.ts";
+import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

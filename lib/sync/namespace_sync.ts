@@ -5,10 +5,10 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Executor } from "./executor.ts";
-import type { ItemAction, ItemResult } from "./sync/failures.ts";
-import type { CompiledSyncConfig } from "./model/syncconfig.ts";
-import { renderTemplate } from "./model/template.ts";
-import { writeWaves } from "./model/waves.ts";
+import type { ItemAction, ItemResult } from "./failures.ts";
+import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import { renderTemplate } from "../model/template.ts";
+import { writeWaves } from "../model/waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

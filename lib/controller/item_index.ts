@@ -3,9 +3,9 @@
  * An object is worth its content in a cache, and an owner annotation holds it, only when an item names it; the
  * caches of a kind no item names can stop. Rebuilt from the valid compiled SyncConfigs whenever one changes.
  */
-import { splitApiVersion } from "./objects.ts";
-import type { CompiledSyncConfig } from "./model/syncconfig.ts";
-import { renderTemplate } from "./model/template.ts";
+import { splitApiVersion } from "../kube/objects.ts";
+import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import { renderTemplate } from "../model/template.ts";
 
 const kindKey = (group: string, kind: string) => `${group}/${kind}`;
 

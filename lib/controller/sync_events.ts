@@ -3,9 +3,9 @@
  * namespaces (at most {@link MAX_FAILURE_EVENTS} a flush; the status counts them all), and a summary of what was
  * written since the last flush. The EventRecorder aggregates repeats.
  */
-import type { ItemAction } from "./sync/failures.ts";
-import { type EventRecorder, groupFailures } from "./events.ts";
-import type { CompileResult, SyncConfig } from "./model/syncconfig.ts";
+import type { ItemAction } from "../sync/failures.ts";
+import { type EventRecorder, groupFailures } from "../kube/events.ts";
+import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
 
 /** Warning events per SyncConfig and status flush, one per distinct item failure. */
 const MAX_FAILURE_EVENTS = 25;

@@ -4,11 +4,16 @@
  * is compiled once per generation and uid; a deleted one and created again under the same key is a new entry.
  */
 import { ItemIndex } from "./item_index.ts";
-import type { ResourceInfo } from "./kube/discovery.ts";
-import { type CompiledSyncConfig, type CompileResult, compileSyncConfig, type SyncConfig } from "./model/syncconfig.ts";
-import { renderTemplate } from "./model/template.ts";
+import type { ResourceInfo } from "../kube/discovery.ts";
+import {
+  type CompiledSyncConfig,
+  type CompileResult,
+  compileSyncConfig,
+  type SyncConfig,
+} from "../model/syncconfig.ts";
+import { renderTemplate } from "../model/template.ts";
 import { SelectionIndex } from "./selection_index.ts";
-import type { NamespaceFacts } from "./model/selector.ts";
+import type { NamespaceFacts } from "../model/selector.ts";
 
 export interface Compiled {
   generation: number;

@@ -5,23 +5,23 @@
  * each item's writes. Each item succeeds or fails on its own (lib/sync/failures.ts names and classifies failures).
  */
 import { getLogger } from "@logtape/logtape";
-import type { KubeClient } from "./kube/client.ts";
-import type { Reflector } from "./kube/reflector.ts";
-import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "./kube/discovery.ts";
-import { isNotFound } from "./kube/errors.ts";
-import { extrasHash, HASH_ANNOTATION } from "./model/drift.ts";
+import type { KubeClient } from "../kube/client.ts";
+import type { Reflector } from "../kube/reflector.ts";
+import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "../kube/discovery.ts";
+import { isNotFound } from "../kube/errors.ts";
+import { extrasHash, HASH_ANNOTATION } from "../model/drift.ts";
 import { FightBook } from "./fights.ts";
-import type { KubeObject } from "./objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
 import type { ResourceCaches } from "./resource_caches.ts";
-import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "./model/syncconfig.ts";
-import { renderTemplate } from "./model/template.ts";
-import { Applier, type WriteTarget } from "./sync/applier.ts";
-import type { CachedObject } from "./sync/cached_object.ts";
-import { desiredObject } from "./sync/desired.ts";
-import { failure, type ItemAction, type ItemResult, reasonOf } from "./sync/failures.ts";
-import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField, type SyncTarget } from "./sync/planner.ts";
-import { RetryBook } from "./sync/retry_book.ts";
-import { acceptWritten, remember } from "./sync/verdict.ts";
+import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
+import { renderTemplate } from "../model/template.ts";
+import { Applier, type WriteTarget } from "./applier.ts";
+import type { CachedObject } from "./cached_object.ts";
+import { desiredObject } from "./desired.ts";
+import { failure, type ItemAction, type ItemResult, reasonOf } from "./failures.ts";
+import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField, type SyncTarget } from "./planner.ts";
+import { RetryBook } from "./retry_book.ts";
+import { acceptWritten, remember } from "./verdict.ts";
 
 const log = getLogger(["espejo", "executor"]);
 

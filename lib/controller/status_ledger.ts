@@ -2,8 +2,8 @@
  * The counts behind each SyncConfig's status: the outcome of its latest sync in each namespace, for the valid
  * SyncConfigs only (an Invalid one has no counts). The status writer adds them up; the controller says what changed.
  */
-import type { NamespaceOutcome } from "./namespace_sync.ts";
-import { deepEqual } from "./objects.ts";
+import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
+import { deepEqual } from "../kube/objects.ts";
 
 export class StatusLedger {
   readonly #byConfig = new Map<string, Map<string, NamespaceOutcome>>();

@@ -4,15 +4,15 @@
  * (merge patch on `/status`) only when it differs from the stored one; the Events of the flush go out with it.
  */
 import { getLogger } from "@logtape/logtape";
-import type { KubeClient } from "./kube/client.ts";
-import type { Reflector } from "./kube/reflector.ts";
-import type { Metrics } from "./metrics.ts";
-import type { NamespaceOutcome } from "./namespace_sync.ts";
-import type { KubeObject } from "./objects.ts";
-import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "./model/status.ts";
+import type { KubeClient } from "../kube/client.ts";
+import type { Reflector } from "../kube/reflector.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import type { CompileResult, SyncConfig } from "./model/syncconfig.ts";
+import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

@@ -4,7 +4,7 @@
  * every `updateEveryMs`, so a permanently failing item costs the API server one event, not one per pass.
  */
 import { getLogger } from "@logtape/logtape";
-import type { KubeClient } from "./kube/client.ts";
+import type { KubeClient } from "./client.ts";
 
 const log = getLogger(["espejo", "events"]);
 
