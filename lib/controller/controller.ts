@@ -1,48 +1,38 @@
 /**
- * The controller: caches fed by watches, a prioritized queue of keys, and `--concurrent-syncs` workers that each
- * sync one namespace (or one SyncConfig's bookkeeping) at a time.
- *
- * Two loops feed the queue. Watch events enqueue the namespace that changed (priority 0) or the SyncConfig that
- * changed (priority 1, which then enqueues every namespace it selects at priority 1). The timer loop enqueues every
- * targeted namespace at priority 2 every `--reconcile-interval`. The queue never hands out a key twice at once, so
- * the "sync mutex" is held per namespace: two syncs never write the same namespace at the same time, and a new
- * namespace waits for at most one unit of a full pass (the next free worker takes the most urgent key). Statuses are
- * written beside the workers, each as soon as its SyncConfig's own work is done (see StatusSchedule), and ahead of
- * other requests at the rate limiter.
+ * The controller's wiring and scheduling: watches feed a prioritized queue of work items (lib/controller/
+ * work_items.ts) and `--concurrent-syncs` workers take them one at a time. A namespace event queues that namespace
+ * (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace (2) every
+ * `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one namespace at
+ * the same time, and a new namespace waits for at most one unit of a full pass. The unit of work is
+ * namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers (status_writer.ts).
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
 import type { KubeClient } from "../kube/client.ts";
 import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
-import { Reflector } from "../kube/reflector.ts";
+import type { Reflector } from "../kube/reflector.ts";
 import { sleep } from "../kube/backoff.ts";
 import { EventRecorder } from "../kube/events.ts";
-import { Freshness } from "./freshness.ts";
-import { Executor } from "../sync/executor.ts";
-import type { Metrics } from "../metrics/metrics.ts";
 import { deepEqual } from "../kube/objects.ts";
-import { WorkQueue } from "./queue.ts";
-import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
+import { Executor } from "../sync/executor.ts";
+import { ResourceCaches } from "../sync/resource_caches.ts";
+import { ConfigChanges } from "./config_changes.ts";
+import { Freshness } from "./freshness.ts";
+import { NamespaceUnit } from "./namespace_unit.ts";
 import { PassTracker } from "./pass.ts";
+import { WorkQueue } from "./queue.ts";
 import { Registry } from "./registry.ts";
 import { StatusLedger } from "./status_ledger.ts";
-import { RetryBook } from "../sync/retry_book.ts";
-import { syncConfigInNamespace } from "../sync/namespace_sync.ts";
+import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
-import { ResourceCaches } from "../sync/resource_caches.ts";
-import type { StatusSchedule } from "./status_schedule.ts";
-import { StatusWriter, SYNCCONFIG_API } from "./status_writer.ts";
-import type { NamespaceFacts } from "../model/selector.ts";
-import { type CompiledSyncConfig, keyOf, type SyncConfig } from "../model/syncconfig.ts";
-import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
+import { type NamespaceInfo, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
+import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+
+export type { NamespaceInfo };
 
 const log = getLogger(["espejo", "controller"]);
-
-/** How long the status writer waits after a kick, to write once for units that end together. */
-
-export interface NamespaceInfo extends NamespaceFacts {
-  phase: string;
-}
 
 export interface ControllerOptions {
   client: KubeClient;
@@ -66,18 +56,13 @@ export class Controller {
   /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
   readonly #compiled = new Registry<NamespaceInfo>();
   readonly #ledger = new StatusLedger();
-  /** Which statuses to write, once their SyncConfig's own work is done (see StatusSchedule). */
+  /** Writes statuses (and their Events) once their SyncConfig's own work is done (see StatusSchedule). */
   readonly #statusWriter: StatusWriter;
-  /** When each SyncConfig's status may be written (its own work done). */
-  readonly #status: StatusSchedule;
-  /** Namespace units to retry after a transient failure (see lib/sync/retry_book.ts). */
-  readonly #retries = new RetryBook<undefined>();
-  /** Objects written per SyncConfig since its status was last flushed, for the summary event. */
   readonly #events: EventRecorder;
-  readonly #syncEvents: SyncEvents;
   readonly #freshness: Freshness;
-  /** SyncConfigs (by uid) already warned about templated deleteItems. */
-  readonly #warnedTemplates = new Set<string>();
+  readonly #configs: ConfigChanges;
+  readonly #units: NamespaceUnit;
+  readonly #trouble: WatchTrouble;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
   readonly #pass = new PassTracker((wall, cpu) => {
     this.opts.metrics.passDuration.observe(wall);
@@ -90,50 +75,51 @@ export class Controller {
   readonly #inFlight = new Set<{ since: number }>();
 
   constructor(private readonly opts: ControllerOptions) {
-    this.#events = new EventRecorder(opts.client);
-    this.#syncEvents = new SyncEvents(this.#events);
+    const { client, metrics } = opts;
+    this.#events = new EventRecorder(client);
+    const syncEvents = new SyncEvents(this.#events);
     this.#freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
-    this.namespaces = new Reflector<NamespaceInfo>(opts.client, {
-      path: "/api/v1/namespaces",
-      decode: (raw) => ({
-        name: raw.metadata?.name ?? "",
-        labels: raw.metadata?.labels ?? {},
-        phase: (raw.status as { phase?: string } | undefined)?.phase ?? "Active",
-      }),
-      onChange: (type, ns, old) => this.#onNamespace(type, ns, old),
-      onWatchRestart: (reason) => this.#watchRestart("namespaces", reason),
-      onError: (e, ms) => this.#watchError("namespaces", e, ms),
-    });
-    const scPath = opts.watchNamespace
-      ? `${SYNCCONFIG_API}/namespaces/${opts.watchNamespace}/syncconfigs`
-      : `${SYNCCONFIG_API}/syncconfigs`;
-    this.syncConfigs = new Reflector<SyncConfig>(opts.client, {
-      path: scPath,
-      decode: (raw) => {
-        const metadata = { ...raw.metadata };
-        delete metadata.managedFields;
-        return { ...raw, metadata } as SyncConfig;
-      },
-      onChange: (type, sc, old) => {
-        if (type === "deleted" || sc.metadata?.generation !== old?.metadata?.generation) {
-          // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
-          this.#freshness.changedEverywhere();
-          this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
-        }
-      },
-      onWatchRestart: (reason) => this.#watchRestart("syncconfigs", reason),
-      onError: (e, ms) => this.#watchError("syncconfigs", e, ms),
+    const trouble = this.#trouble = new WatchTrouble(metrics);
+    this.namespaces = watchNamespaces(client, trouble, (type, ns, old) => this.#onNamespace(type, ns, old));
+    this.syncConfigs = watchSyncConfigs(client, opts.watchNamespace, trouble, (type, sc, old) => {
+      if (type === "deleted" || sc.metadata?.generation !== old?.metadata?.generation) {
+        // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
+        this.#freshness.changedEverywhere();
+        this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
+      }
     });
     this.#statusWriter = new StatusWriter({
-      client: opts.client,
+      client,
       syncConfigs: this.syncConfigs,
       compiled: (key) => this.#compiled.get(key),
       outcomes: (key) => this.#ledger.outcomes(key),
-      events: this.#syncEvents,
-      metrics: opts.metrics,
+      events: syncEvents,
+      metrics,
       now: opts.now,
     });
-    this.#status = this.#statusWriter.schedule;
+    const shared = {
+      namespaces: this.namespaces,
+      ledger: this.#ledger,
+      statusWriter: this.#statusWriter,
+      syncEvents,
+      freshness: this.#freshness,
+      metrics,
+    };
+    this.#configs = new ConfigChanges({
+      ...shared,
+      syncConfigs: this.syncConfigs,
+      registry: this.#compiled,
+      events: this.#events,
+      enqueue: (item, trigger) => this.#enqueue(item, trigger),
+      running: () => ({ executor: this.#executor, caches: this.#caches }),
+    });
+    this.#units = new NamespaceUnit({
+      ...shared,
+      configs: this.#configs,
+      queue: this.queue,
+      pass: this.#pass,
+      executor: () => this.#executor!,
+    });
   }
 
   /** True once the namespace and SyncConfig caches hold their first list. */
@@ -160,8 +146,8 @@ export class Controller {
       // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
       // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
       onCandidateChange: (ns, name) => this.#compiled.namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),
-      onWatchRestart: (r, reason) => this.#watchRestart(r, reason),
-      onError: (r, e, ms) => this.#watchError(r, e, ms),
+      onWatchRestart: (r, reason) => this.#trouble.restarted(r, reason),
+      onError: (r, e, ms) => this.#trouble.failed(r, e, ms),
     });
     this.#executor = new Executor(client, new Discovery(client), this.#caches, {
       onWrite: (action) => this.opts.metrics.writes.inc({ action }),
@@ -206,9 +192,9 @@ export class Controller {
       this.#inFlight.add(unit);
       try {
         if (item.kind === "syncConfig") {
-          this.#syncConfigChanged(item.key);
-          await this.#enqueueSelected(item.key);
-        } else await this.#syncNamespace(item.name, trigger);
+          this.#configs.changed(item.key);
+          await this.#configs.enqueueSelected(item.key);
+        } else await this.#units.run(item.name, trigger);
       } catch (e) {
         // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
         log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
@@ -231,7 +217,7 @@ export class Controller {
       // The previous pass is still running (queued or in progress).
       if (this.#pass.running) continue;
       // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
-      this.#freshCompiled();
+      this.#configs.fresh();
       const now = Date.now();
       let unchanged = 0;
       this.#pass.start(function* (this: Controller) {
@@ -239,7 +225,7 @@ export class Controller {
           if (!this.#targetedByAny(ns)) continue;
           if (this.#freshness.isFresh(ns.name, now)) unchanged++;
           else {
-            this.#status.queued(this.#selectingConfigs(ns), ns.name);
+            this.#statusWriter.schedule.queued(this.#compiled.selecting(ns), ns.name);
             this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
             yield ns.name;
           }
@@ -247,7 +233,7 @@ export class Controller {
       }.bind(this));
       if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
       // Caches pick up what watches missed, but a status must be refreshed after a pass too.
-      for (const key of this.#compiled.keys()) this.#status.markDirty(key);
+      for (const key of this.#compiled.keys()) this.#statusWriter.schedule.markDirty(key);
       this.#statusWriter.kick();
     }
   }
@@ -256,10 +242,10 @@ export class Controller {
     if (type === "deleted") {
       this.#freshness.forget(ns.name);
       this.#compiled.forgetNamespace(ns.name);
-      for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#status.markDirty(cfgKey);
-      this.#retries.forgetNamespace(ns.name);
+      for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#statusWriter.schedule.markDirty(cfgKey);
+      this.#units.forgetNamespace(ns.name);
       this.#executor?.forgetNamespace(ns.name);
-      this.#status.finished(ns.name);
+      this.#statusWriter.schedule.finished(ns.name);
       this.#statusWriter.kick();
       return;
     }
@@ -275,114 +261,13 @@ export class Controller {
     // A namespace no SyncConfig selects or counted before has nothing to sync (a SyncConfig that changes queues
     // what it selects itself).
     if (ns && !this.#targetedByAny(ns)) return;
-    if (ns) this.#status.queued(this.#selectingConfigs(ns), name);
+    if (ns) this.#statusWriter.schedule.queued(this.#compiled.selecting(ns), name);
     this.#enqueue({ kind: "namespace", name }, "namespace");
   }
 
   #targetedByAny(ns: NamespaceInfo): boolean {
-    if (this.#selectingConfigs(ns).length) return true;
+    if (this.#compiled.selecting(ns).length) return true;
     return this.#ledger.counts(ns.name);
-  }
-
-  /** Keys of the valid SyncConfigs that select `ns` (from the index). */
-  #selectingConfigs(ns: NamespaceInfo): string[] {
-    return this.#compiled.selecting(ns);
-  }
-
-  /** A SyncConfig was created, changed or deleted: recompile it (see {@link Controller.#enqueueSelected}). */
-  #syncConfigChanged(key: string): void {
-    const sc = this.syncConfigs.get(key);
-    if (!sc) {
-      if (!this.#compiled.delete(key)) return;
-      this.#specChanged();
-      this.#ledger.drop(key);
-      this.#syncEvents.forget(key);
-      this.#status.forget(key);
-      this.#executor?.forgetConfig(key);
-      for (const state of ["synchronized", "deleted", "failed"]) {
-        this.opts.metrics.items.remove({ syncconfig: key, state });
-      }
-      log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
-      return;
-    }
-    const { entry, changed } = this.#compiled.compile(key, sc);
-    if (changed) {
-      this.#executor?.forgetConfig(key); // a new generation is tried at once, in every namespace
-      this.#specChanged();
-      const result = entry.result;
-      if (!result.ok) log.warn("{message}", { syncConfig: key, message: result.message });
-      else {
-        for (const p of result.config.syncItems.concat().filter((i) => i.problem)) {
-          log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
-        }
-        this.#warnTemplatedDeletes(sc, result.config);
-      }
-    }
-    this.#status.markDirty(key);
-    this.#statusWriter.kick();
-    if (!entry.result.ok) this.#ledger.drop(key);
-    else this.#ledger.track(key);
-  }
-
-  /**
-   * The Go espejo deletes a deleteItem's name as written; espejo replaces `${PROJECT_NAME}` in it, as in the other
-   * items. A deleteItem that was a dormant no-op there deletes objects here: said once per SyncConfig and process,
-   * in the log and as an Event on the SyncConfig.
-   */
-  #warnTemplatedDeletes(sc: SyncConfig, config: CompiledSyncConfig): void {
-    if (this.#warnedTemplates.has(config.uid)) return;
-    const templated = config.deleteItems.filter((d) => !d.problem && d.name.includes(PROJECT_NAME_PLACEHOLDER));
-    if (!templated.length) return;
-    this.#warnedTemplates.add(config.uid);
-    const fields = templated.map((d) => `.spec.deleteItems[${d.index}] (${d.kind} ${d.name})`).join(", ");
-    const message = `SyncConfig ${config.key}: ${fields}: \${PROJECT_NAME} is replaced by each namespace's name, so ` +
-      "these objects are deleted in every selected namespace; the Go espejo deleted the name as written (a no-op)";
-    log.warn("{message}", { syncConfig: config.key, message });
-    this.#events.emit(
-      {
-        namespace: config.namespace,
-        name: config.name,
-        uid: typeof sc.metadata?.uid === "string" ? sc.metadata.uid : "",
-      },
-      "Warning",
-      "TemplatedDeleteItems",
-      message,
-    );
-  }
-
-  /**
-   * Enqueues every namespace a valid SyncConfig selects and forgets its counts elsewhere. Yields to the event loop
-   * every few hundred namespaces: selection over thousands of them must not hold up watches and other units.
-   */
-  async #enqueueSelected(key: string): Promise<void> {
-    const entry = this.#compiled.get(key);
-    if (!entry?.result.ok) return;
-    const { config } = entry.result;
-    let n = 0;
-    this.#status.queueing(key, true);
-    try {
-      for (const ns of [...this.namespaces.values()]) {
-        if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
-        if (this.#compiled.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
-        if (ns.phase === "Active" && config.selector.selects(ns)) {
-          this.#status.queued([key], ns.name);
-          this.#enqueue({ kind: "namespace", name: ns.name }, "syncconfig");
-        } else if (this.#ledger.remove(key, ns.name)) this.#status.markDirty(key);
-      }
-    } finally {
-      this.#status.queueing(key, false);
-      this.#statusWriter.kick();
-    }
-  }
-
-  /** A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. */
-  #specChanged(): void {
-    this.#freshness.changedEverywhere();
-    const items = this.#compiled.items();
-    this.#caches?.retain(
-      (r) => items.hasSyncKind(r.group, r.kind),
-      (r) => items.hasDeleteKind(r.group, r.kind),
-    );
   }
 
   /** Keys of the valid SyncConfigs that select `namespace` and have a syncItem naming this object. */
@@ -399,90 +284,6 @@ export class Controller {
     this.queue.add(workKey(item), PRIORITY[trigger], trigger);
   }
 
-  /** Syncs one namespace against every valid SyncConfig: the unit of work. */
-  async #syncNamespace(name: string, trigger: Trigger): Promise<void> {
-    const started = performance.now();
-    const inputsAt = this.#freshness.begin();
-    let retry = false;
-    let failed = true;
-    let wrote = false;
-    let retryInMs: number | undefined;
-    try {
-      const ns = this.namespaces.get(name);
-      // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
-      // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
-      const targeted: CompiledSyncConfig[] = [];
-      const compiled = this.#freshCompiled();
-      const selecting = new Set(ns ? this.#selectingConfigs(ns) : []);
-      for (const [cfgKey, { result }] of compiled.entries()) {
-        if (!result.ok) continue;
-        if (selecting.has(cfgKey)) targeted.push(result.config);
-        else if (this.#ledger.remove(cfgKey, name)) this.#status.markDirty(cfgKey);
-      }
-      const results = await Promise.all(
-        targeted.map((cfg) =>
-          syncConfigInNamespace(this.#executor!, cfg, name, (k, a, ns) => this.#syncEvents.recordChange(k, a, ns))
-        ),
-      );
-      failed = false;
-      targeted.forEach((cfg, i) => {
-        const { outcome, details } = results[i];
-        retry ||= results[i].retry;
-        failed ||= outcome.failed > 0;
-        wrote ||= results[i].wrote;
-        const wait = results[i].retryInMs;
-        if (wait !== undefined) retryInMs = Math.min(retryInMs ?? wait, wait);
-        // Another worker may have seen the SyncConfig deleted, made invalid or changed meanwhile: its counts are gone,
-        // or belong to the new generation, whose own unit of this namespace is queued.
-        const current = this.#compiled.get(cfg.key)?.result;
-        if (!current?.ok || current.config !== cfg) return;
-        const { changed, before } = this.#ledger.record(cfg.key, name, outcome);
-        if (!changed) return;
-        // A failure is logged when it first appears, not on every pass that repeats it.
-        outcome.errors.forEach((e, j) => {
-          if (!before?.errors.includes(e)) {
-            log.warn("{message}", { syncConfig: cfg.key, namespace: name, message: details[j] });
-          }
-        });
-        this.#status.markDirty(cfg.key);
-      });
-    } finally {
-      // Whatever happened above, the unit ends: retries scheduled, metrics counted, the pass told.
-      this.#status.finished(name);
-      this.#statusWriter.kick();
-      this.#freshness.synced(name, inputsAt, !wrote && !failed && !retry && retryInMs === undefined, Date.now());
-      const key = `ns/${name}`;
-      if (retry) {
-        const backoff = this.#retries.failed(key, "", undefined, false, { namespace: name });
-        this.queue.addAfter(key, PRIORITY.retry, Math.min(backoff, retryInMs ?? Infinity), "retry");
-      } else {
-        this.#retries.succeeded(key);
-        if (retryInMs !== undefined) this.queue.addAfter(key, PRIORITY.retry, retryInMs, "retry");
-      }
-      const seconds = (performance.now() - started) / 1000;
-      this.opts.metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });
-      this.opts.metrics.syncDuration.observe({ trigger }, seconds);
-      this.opts.metrics.compat.reconciled(trigger, failed, seconds);
-      // Whatever the trigger: a namespace event may have taken the pass's unit over.
-      this.#pass.finished(name);
-    }
-  }
-
-  /**
-   * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
-   * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
-   */
-  #freshCompiled(): Registry<NamespaceInfo> {
-    for (const key of this.#compiled.keys()) {
-      const sc = this.syncConfigs.get(key);
-      if (!this.#compiled.isCurrent(key, sc)) {
-        this.#syncConfigChanged(key);
-        if (sc) this.#enqueue({ kind: "syncConfig", key }, "syncconfig");
-      }
-    }
-    return this.#compiled;
-  }
-
   #updateGauges(): void {
     const m = this.opts.metrics;
     m.queueDepth.set(this.queue.length());
@@ -491,23 +292,9 @@ export class Controller {
     m.cacheObjects.set({ cache: "syncconfigs" }, this.syncConfigs.size);
     for (const [cache, size] of Object.entries(this.#caches?.sizes() ?? {})) m.cacheObjects.set({ cache }, size);
   }
-
-  #watchRestart(resource: string, reason: string): void {
-    this.opts.metrics.watchRestarts.inc({ resource });
-    log.info("Watch of {resource} restarted: {reason}", { resource, reason });
-  }
-
-  #watchError(resource: string, error: unknown, retryInMs: number): void {
-    this.opts.metrics.watchRestarts.inc({ resource });
-    log.warn("Watch of {resource} failed, retrying in {retryInMs} ms: {error}", {
-      resource,
-      retryInMs,
-      error: error instanceof Error ? error.message : String(error),
-    });
-  }
 }
 
-/** Compiles a SyncConfig; an unexpected exception (a bug, an input nobody foresaw) makes it Invalid, never stuck. */
+/** Resolves when `signal` aborts. */
 function aborted(signal: AbortSignal): Promise<void> {
   return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
 }

@@ -12,11 +12,11 @@ import type { KubeObject } from "../kube/objects.ts";
 import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
+import { statusPath } from "./syncconfig_api.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
-export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
 /** How long the writer waits after a kick, to write once for units that end together. */
 const STATUS_GATHER_MS = 50;
 
@@ -106,7 +106,7 @@ export class StatusWriter {
         const updated = await this.deps.client.request<KubeObject>({
           urgent: true, // a status does not wait behind other SyncConfigs' queued writes
           method: "PATCH",
-          path: `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs/${name}/status`,
+          path: statusPath(namespace, name),
           contentType: "application/merge-patch+json",
           body: { status: next },
         });

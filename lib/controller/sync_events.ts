@@ -5,7 +5,7 @@
  */
 import type { ItemAction } from "../sync/failures.ts";
 import { type EventRecorder, groupFailures } from "../kube/events.ts";
-import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
+import { type CompileResult, refOf, type SyncConfig } from "../model/syncconfig.ts";
 
 /** Warning events per SyncConfig and status flush, one per distinct item failure. */
 const MAX_FAILURE_EVENTS = 25;
@@ -25,11 +25,7 @@ export class SyncEvents {
 
   /** Events for one SyncConfig after a flush: its spec problem, its grouped item failures, what changed. */
   async emit(key: string, sc: SyncConfig, result: CompileResult, errors: string[]): Promise<void> {
-    const target = {
-      namespace: (sc.metadata?.namespace as string) ?? "",
-      name: (sc.metadata?.name as string) ?? "",
-      uid: (sc.metadata?.uid as string) ?? "",
-    };
+    const target = refOf(sc);
     if (!result.ok) {
       await this.recorder.emit(target, "Warning", "InvalidSyncConfigSpec", result.message);
       return;

@@ -3,11 +3,17 @@
  * selectors and pre-validated items. Spec problems make the whole SyncConfig invalid (espejo's `Invalid`
  * condition); item problems only fail that item.
  */
-import type { SyncConfig } from "./syncconfig_types.ts";
+import type { SyncConfig as SyncConfigSchema } from "./syncconfig_types.ts";
 import { compileNamespaceSelector, type NamespaceSelector, SelectorError } from "./selector.ts";
-import { isObject, type KubeObject, SERVER_OWNED_METADATA, splitApiVersion } from "../kube/objects.ts";
+import { isObject, type KubeObject, type ObjectMeta, SERVER_OWNED_METADATA, splitApiVersion } from "../kube/objects.ts";
 
-export type { SyncConfig };
+/** A SyncConfig: the CRD's shape, its metadata the API's (checked at the edge, see decodeObjectMeta). */
+export type SyncConfig = Omit<SyncConfigSchema, "metadata"> & { metadata?: ObjectMeta };
+
+/** Identifies the SyncConfig in Events (involvedObject). */
+export function refOf(cfg: SyncConfig): { namespace: string; name: string; uid: string } {
+  return { namespace: cfg.metadata?.namespace ?? "", name: cfg.metadata?.name ?? "", uid: cfg.metadata?.uid ?? "" };
+}
 
 /** A syncItem as written in the spec, or why it cannot be synced at all. */
 export interface SyncItemSpec {
@@ -43,8 +49,7 @@ export interface CompiledSyncConfig {
 
 export type CompileResult = { ok: true; config: CompiledSyncConfig } | { ok: false; key: string; message: string };
 
-export const keyOf = (cfg: SyncConfig): string =>
-  `${(cfg.metadata?.namespace as string | undefined) ?? ""}/${cfg.metadata?.name as string}`;
+export const keyOf = (cfg: SyncConfig): string => `${cfg.metadata?.namespace ?? ""}/${cfg.metadata?.name ?? ""}`;
 
 /**
  * Deepest nesting of objects and arrays accepted in a syncItem (the item itself is level 1; a ConfigMap's data is
@@ -95,10 +100,8 @@ export function compileSyncConfig(cfg: SyncConfig): CompileResult {
       ok: true,
       config: {
         key,
-        namespace: (cfg.metadata?.namespace as string) ?? "",
-        name: cfg.metadata?.name as string,
-        generation: (cfg.metadata?.generation as number) ?? 0,
-        uid: (cfg.metadata?.uid as string) ?? "",
+        ...refOf(cfg),
+        generation: cfg.metadata?.generation ?? 0,
         selector,
         syncItems,
         deleteItems,

@@ -1,0 +1,151 @@
+/**
+ * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, every book
+ * that keeps state per SyncConfig hears of it in one call each (registry, ledger, status schedule, Events, retries,
+ * items gauge), the caches follow the kinds its items name, and the namespaces it selects are queued.
+ */
+import { getLogger } from "@logtape/logtape";
+import { setImmediate } from "node:timers";
+import type { EventRecorder } from "../kube/events.ts";
+import type { Reflector } from "../kube/reflector.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { type CompiledSyncConfig, refOf, type SyncConfig } from "../model/syncconfig.ts";
+import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
+import type { Executor } from "../sync/executor.ts";
+import type { ResourceCaches } from "../sync/resource_caches.ts";
+import type { Freshness } from "./freshness.ts";
+import type { Registry } from "./registry.ts";
+import type { StatusLedger } from "./status_ledger.ts";
+import type { StatusWriter } from "./status_writer.ts";
+import type { SyncEvents } from "./sync_events.ts";
+import type { NamespaceInfo } from "./watches.ts";
+import type { Trigger, WorkItem } from "./work_items.ts";
+
+const log = getLogger(["espejo", "controller"]);
+
+export interface ConfigChangesDeps {
+  syncConfigs: Reflector<SyncConfig>;
+  namespaces: Reflector<NamespaceInfo>;
+  registry: Registry<NamespaceInfo>;
+  ledger: StatusLedger;
+  statusWriter: StatusWriter;
+  syncEvents: SyncEvents;
+  events: EventRecorder;
+  freshness: Freshness;
+  metrics: Metrics;
+  enqueue: (item: WorkItem, trigger: Trigger) => void;
+  /** The parts that exist once the controller runs. */
+  running: () => { executor?: Executor; caches?: ResourceCaches };
+}
+
+export class ConfigChanges {
+  /** SyncConfigs (by uid) already warned about templated deleteItems. */
+  readonly #warnedTemplates = new Set<string>();
+
+  constructor(private readonly d: ConfigChangesDeps) {}
+
+  /** Recompiles the SyncConfig under `key` from the cache, or forgets it if it is gone. */
+  changed(key: string): void {
+    const { registry, ledger, statusWriter } = this.d;
+    const sc = this.d.syncConfigs.get(key);
+    if (!sc) {
+      if (!registry.delete(key)) return;
+      this.#specChanged();
+      ledger.drop(key);
+      this.d.syncEvents.forget(key);
+      statusWriter.schedule.forget(key);
+      this.d.running().executor?.forgetConfig(key);
+      for (const state of ["synchronized", "deleted", "failed"]) {
+        this.d.metrics.items.remove({ syncconfig: key, state });
+      }
+      log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
+      return;
+    }
+    const { entry, changed } = registry.compile(key, sc);
+    if (changed) {
+      this.d.running().executor?.forgetConfig(key); // a new generation is tried at once, in every namespace
+      this.#specChanged();
+      const result = entry.result;
+      if (!result.ok) log.warn("{message}", { syncConfig: key, message: result.message });
+      else {
+        for (const p of result.config.syncItems.filter((i) => i.problem)) {
+          log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
+        }
+        this.#warnTemplatedDeletes(sc, result.config);
+      }
+    }
+    statusWriter.schedule.markDirty(key);
+    statusWriter.kick();
+    if (!entry.result.ok) ledger.drop(key);
+    else ledger.track(key);
+  }
+
+  /**
+   * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
+   * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
+   */
+  fresh(): Registry<NamespaceInfo> {
+    const { registry } = this.d;
+    for (const key of registry.keys()) {
+      const sc = this.d.syncConfigs.get(key);
+      if (!registry.isCurrent(key, sc)) {
+        this.changed(key);
+        if (sc) this.d.enqueue({ kind: "syncConfig", key }, "syncconfig");
+      }
+    }
+    return registry;
+  }
+
+  /**
+   * Enqueues every namespace a valid SyncConfig selects and forgets its counts elsewhere. Yields to the event loop
+   * every few hundred namespaces: selection over thousands of them must not hold up watches and other units.
+   */
+  async enqueueSelected(key: string): Promise<void> {
+    const { registry, ledger, statusWriter } = this.d;
+    const status = statusWriter.schedule;
+    const entry = registry.get(key);
+    if (!entry?.result.ok) return;
+    const { config } = entry.result;
+    let n = 0;
+    status.queueing(key, true);
+    try {
+      for (const ns of [...this.d.namespaces.values()]) {
+        if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
+        if (registry.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
+        if (ns.phase === "Active" && config.selector.selects(ns)) {
+          status.queued([key], ns.name);
+          this.d.enqueue({ kind: "namespace", name: ns.name }, "syncconfig");
+        } else if (ledger.remove(key, ns.name)) status.markDirty(key);
+      }
+    } finally {
+      status.queueing(key, false);
+      statusWriter.kick();
+    }
+  }
+
+  /** A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. */
+  #specChanged(): void {
+    this.d.freshness.changedEverywhere();
+    const items = this.d.registry.items();
+    this.d.running().caches?.retain(
+      (r) => items.hasSyncKind(r.group, r.kind),
+      (r) => items.hasDeleteKind(r.group, r.kind),
+    );
+  }
+
+  /**
+   * The Go espejo deletes a deleteItem's name as written; espejo replaces `${PROJECT_NAME}` in it, as in the other
+   * items. A deleteItem that was a dormant no-op there deletes objects here: said once per SyncConfig and process,
+   * in the log and as an Event on the SyncConfig.
+   */
+  #warnTemplatedDeletes(sc: SyncConfig, config: CompiledSyncConfig): void {
+    if (this.#warnedTemplates.has(config.uid)) return;
+    const templated = config.deleteItems.filter((d) => !d.problem && d.name.includes(PROJECT_NAME_PLACEHOLDER));
+    if (!templated.length) return;
+    this.#warnedTemplates.add(config.uid);
+    const fields = templated.map((d) => `.spec.deleteItems[${d.index}] (${d.kind} ${d.name})`).join(", ");
+    const message = `SyncConfig ${config.key}: ${fields}: \${PROJECT_NAME} is replaced by each namespace's name, so ` +
+      "these objects are deleted in every selected namespace; the Go espejo deleted the name as written (a no-op)";
+    log.warn("{message}", { syncConfig: config.key, message });
+    this.d.events.emit(refOf(sc), "Warning", "TemplatedDeleteItems", message);
+  }
+}

@@ -1,0 +1,23 @@
+/** Where SyncConfigs live in the API, and how one read from it is checked before the controller sees it. */
+import { decodeObjectMeta } from "../kube/api/decode.ts";
+import { isObject } from "../kube/objects.ts";
+import type { SyncConfig } from "../model/syncconfig.ts";
+
+export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
+
+/** The SyncConfigs of `namespace`, or of every namespace when it is empty (WATCH_NAMESPACE unset). */
+export function syncConfigsPath(namespace: string): string {
+  return namespace ? `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs` : `${SYNCCONFIG_API}/syncconfigs`;
+}
+
+export function statusPath(namespace: string, name: string): string {
+  return `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs/${name}/status`;
+}
+
+/** Metadata checked, managedFields dropped; the spec is checked by compileSyncConfig, which reports what is wrong. */
+export function decodeSyncConfig(raw: unknown): SyncConfig | undefined {
+  if (!isObject(raw)) return undefined;
+  const metadata = decodeObjectMeta(raw.metadata);
+  if (!metadata?.name) return undefined;
+  return { ...raw, metadata };
+}

@@ -1,0 +1,77 @@
+/**
+ * The two watches every controller runs, Namespaces and SyncConfigs, decoded at the edge into the shapes the
+ * controller reads (see lib/kube/api/), and what a watch's trouble costs: a counted restart and one log line.
+ */
+import { getLogger } from "@logtape/logtape";
+import type { KubeClient } from "../kube/client.ts";
+import { decodeNamespace } from "../kube/api/decode.ts";
+import { Reflector } from "../kube/reflector.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import type { NamespaceFacts } from "../model/selector.ts";
+import type { SyncConfig } from "../model/syncconfig.ts";
+import { decodeSyncConfig, syncConfigsPath } from "./syncconfig_api.ts";
+
+const log = getLogger(["espejo", "controller"]);
+
+/** What the controller keeps of a Namespace: what selection reads, and whether it is terminating. */
+export interface NamespaceInfo extends NamespaceFacts {
+  phase: string;
+}
+
+export interface NamespaceLookup {
+  get(name: string): NamespaceInfo | undefined;
+}
+
+/** Counts a watch's restart or failure and says it once in the log. */
+export class WatchTrouble {
+  constructor(private readonly metrics: Metrics) {}
+
+  restarted(resource: string, reason: string): void {
+    this.metrics.watchRestarts.inc({ resource });
+    log.info("Watch of {resource} restarted: {reason}", { resource, reason });
+  }
+
+  failed(resource: string, error: unknown, retryInMs: number): void {
+    this.metrics.watchRestarts.inc({ resource });
+    log.warn("Watch of {resource} failed, retrying in {retryInMs} ms: {error}", {
+      resource,
+      retryInMs,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  }
+}
+
+type OnChange<T> = (type: string, value: T, old: T | undefined) => void;
+
+export function watchNamespaces(
+  client: KubeClient,
+  trouble: WatchTrouble,
+  onChange: OnChange<NamespaceInfo>,
+): Reflector<NamespaceInfo> {
+  return new Reflector<NamespaceInfo>(client, {
+    path: "/api/v1/namespaces",
+    decode: (raw) => {
+      const ns = decodeNamespace(raw);
+      return ns && { name: ns.metadata.name, labels: ns.metadata.labels, phase: ns.status.phase };
+    },
+    onChange,
+    onWatchRestart: (reason) => trouble.restarted("namespaces", reason),
+    onError: (e, ms) => trouble.failed("namespaces", e, ms),
+  });
+}
+
+/** The SyncConfigs in `watchNamespace` (WATCH_NAMESPACE), or in every namespace when it is empty. */
+export function watchSyncConfigs(
+  client: KubeClient,
+  watchNamespace: string,
+  trouble: WatchTrouble,
+  onChange: OnChange<SyncConfig>,
+): Reflector<SyncConfig> {
+  return new Reflector<SyncConfig>(client, {
+    path: syncConfigsPath(watchNamespace),
+    decode: decodeSyncConfig,
+    onChange,
+    onWatchRestart: (reason) => trouble.restarted("syncconfigs", reason),
+    onError: (e, ms) => trouble.failed("syncconfigs", e, ms),
+  });
+}
