@@ -1,12 +1,14 @@
 /**
  * Generates `lib/model/syncconfig_types.ts` from the CRD's openAPIV3Schema, the single source of truth for the
- * SyncConfig shape. `--check` fails (exit 1) when the committed file is stale.
+ * SyncConfig shape, and the types and clients of scripts/api_surface.ts from the OpenAPI copies in `openapi/`.
+ * `--check` fails (exit 1) when any committed generated file is stale.
  */
 import { compile } from "json-schema-to-typescript";
 import { parse } from "yaml";
+import { API_DOCUMENTS } from "./api_surface.ts";
+import { generateApi } from "./gen_api.ts";
 
 const crdPath = new URL("../deploy/crds/sync.appuio.ch_syncconfigs.yaml", import.meta.url);
-const outPath = new URL("../lib/model/syncconfig_types.ts", import.meta.url);
 
 // deno-lint-ignore no-explicit-any
 type Schema = any;
@@ -48,7 +50,7 @@ function normalize(s: Schema): Schema {
   return s;
 }
 
-async function generate(): Promise<string> {
+async function generateSyncConfig(): Promise<string> {
   const crd = parse(await Deno.readTextFile(crdPath));
   const schema = normalize(crd.spec.versions[0].schema.openAPIV3Schema);
   schema.title = "SyncConfig";
@@ -60,6 +62,10 @@ async function generate(): Promise<string> {
     additionalProperties: false,
     unknownAny: true,
   });
+  return ts;
+}
+
+async function formatted(ts: string): Promise<string> {
   const fmt = await new Deno.Command("deno", { args: ["fmt", "--ext", "ts", "-"], stdin: "piped", stdout: "piped" })
     .spawn();
   const writer = fmt.stdin.getWriter();
@@ -70,15 +76,30 @@ async function generate(): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
-const generated = await generate();
-if (Deno.args.includes("--check")) {
-  const current = await Deno.readTextFile(outPath).catch(() => "");
-  if (current !== generated) {
-    console.error("lib/model/syncconfig_types.ts is stale: run `deno task gen-types` and commit the result");
-    Deno.exit(1);
+/** Every generated file: repository path -> its text. */
+async function generateAll(): Promise<Map<string, string>> {
+  const files = new Map<string, string>([["lib/model/syncconfig_types.ts", await generateSyncConfig()]]);
+  for (const d of API_DOCUMENTS) {
+    const doc = JSON.parse(await Deno.readTextFile(new URL(`../${d.file}`, import.meta.url)));
+    for (const [path, text] of await generateApi(d, doc)) files.set(path, text);
   }
-  console.log("lib/model/syncconfig_types.ts is up to date");
-} else {
-  await Deno.writeTextFile(outPath, generated);
-  console.log("wrote lib/model/syncconfig_types.ts");
+  for (const [path, text] of files) files.set(path, await formatted(text));
+  return files;
 }
+
+const check = Deno.args.includes("--check");
+let stale = 0;
+for (const [path, text] of await generateAll()) {
+  const url = new URL(`../${path}`, import.meta.url);
+  const current = await Deno.readTextFile(url).catch(() => "");
+  if (current === text) {
+    if (check) console.log(`${path} is up to date`);
+  } else if (check) {
+    console.error(`${path} is stale: run \`deno task gen-types\` and commit the result`);
+    stale++;
+  } else {
+    await Deno.writeTextFile(url, text);
+    console.log(`wrote ${path}`);
+  }
+}
+if (stale) Deno.exit(1);

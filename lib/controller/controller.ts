@@ -76,7 +76,7 @@ export class Controller {
 
   constructor(private readonly opts: ControllerOptions) {
     const { client, metrics } = opts;
-    this.#events = new EventRecorder(client);
+    this.#events = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" });
     const syncEvents = new SyncEvents(this.#events);
     this.#freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
     const trouble = this.#trouble = new WatchTrouble(metrics);

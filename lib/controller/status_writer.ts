@@ -8,11 +8,10 @@ import type { KubeClient } from "../kube/client.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
-import type { KubeObject } from "../kube/objects.ts";
 import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import { statusPath } from "./syncconfig_api.ts";
+import { patchSyncConfigStatus } from "./syncconfig_client.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
 
 const log = getLogger(["espejo", "controller"]);
@@ -103,12 +102,9 @@ export class StatusWriter {
       if (!statusChanged(current, next)) continue;
       const [namespace, name] = key.split("/");
       try {
-        const updated = await this.deps.client.request<KubeObject>({
+        const updated = await patchSyncConfigStatus(this.deps.client, { namespace, name }, { status: next }, {
           urgent: true, // a status does not wait behind other SyncConfigs' queued writes
-          method: "PATCH",
-          path: statusPath(namespace, name),
           contentType: "application/merge-patch+json",
-          body: { status: next },
         });
         this.deps.syncConfigs.upsert(updated);
       } catch (e) {

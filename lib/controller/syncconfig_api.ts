@@ -2,16 +2,11 @@
 import { decodeObjectMeta } from "../kube/api/decode.ts";
 import { isObject } from "../kube/objects.ts";
 import type { SyncConfig } from "../model/syncconfig.ts";
-
-export const SYNCCONFIG_API = "/apis/sync.appuio.ch/v1alpha1";
+import { listAllSyncConfigsPath, listSyncConfigsPath } from "./syncconfig_client.ts";
 
 /** The SyncConfigs of `namespace`, or of every namespace when it is empty (WATCH_NAMESPACE unset). */
 export function syncConfigsPath(namespace: string): string {
-  return namespace ? `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs` : `${SYNCCONFIG_API}/syncconfigs`;
-}
-
-export function statusPath(namespace: string, name: string): string {
-  return `${SYNCCONFIG_API}/namespaces/${namespace}/syncconfigs/${name}/status`;
+  return namespace ? listSyncConfigsPath({ namespace }) : listAllSyncConfigsPath();
 }
 
 /** Metadata checked, managedFields dropped; the spec is checked by compileSyncConfig, which reports what is wrong. */

@@ -5,6 +5,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { decodeNamespace } from "../kube/api/decode.ts";
+import { listNamespacesPath } from "../kube/api/core_v1_client.ts";
 import { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { NamespaceFacts } from "../model/selector.ts";
@@ -49,7 +50,7 @@ export function watchNamespaces(
   onChange: OnChange<NamespaceInfo>,
 ): Reflector<NamespaceInfo> {
   return new Reflector<NamespaceInfo>(client, {
-    path: "/api/v1/namespaces",
+    path: listNamespacesPath(),
     decode: (raw) => {
       const ns = decodeNamespace(raw);
       return ns && { name: ns.metadata.name, labels: ns.metadata.labels, phase: ns.status.phase };

@@ -31,6 +31,11 @@ export interface KubeRequest {
   timeoutMs?: number;
 }
 
+/** What a caller of a generated client function (lib/kube/api/) may add to the request it makes. */
+export type CallOptions = Omit<KubeRequest, "method" | "path" | "body">;
+
+export type PatchType = "application/merge-patch+json" | "application/json-patch+json";
+
 /** One event of a watch stream, decoded. `object` is a Status for ERROR events. */
 export interface WatchEvent {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";

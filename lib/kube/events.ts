@@ -1,10 +1,11 @@
 /**
- * Kubernetes Events on SyncConfigs, aggregated the way client-go's correlator does it: an event that repeats (same
+ * Kubernetes Events on objects of one kind (the controller's: SyncConfigs), aggregated the way client-go's correlator does it: an event that repeats (same
  * object, type, reason and message) is not created again; its count grows in memory and is written back at most
  * every `updateEveryMs`, so a permanently failing item costs the API server one event, not one per pass.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./client.ts";
+import { createEvent, patchEvent } from "./api/core_v1_client.ts";
 
 const log = getLogger(["espejo", "events"]);
 
@@ -31,6 +32,8 @@ export class EventRecorder {
 
   constructor(
     private readonly client: KubeClient,
+    /** The kind of every involved object. */
+    private readonly involved: { apiVersion: string; kind: string },
     private readonly updateEveryMs = 10 * 60_000,
     private readonly now: () => number = Date.now,
   ) {}
@@ -45,32 +48,22 @@ export class EventRecorder {
     try {
       if (!seen) {
         const eventName = `${target.name}.${nowMs.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
-        await this.client.request({
-          urgent: true,
-          method: "POST",
-          path: `/api/v1/namespaces/${target.namespace}/events`,
-          body: {
-            apiVersion: "v1",
-            kind: "Event",
-            metadata: { name: eventName, namespace: target.namespace },
-            involvedObject: {
-              apiVersion: "sync.appuio.ch/v1alpha1",
-              kind: "SyncConfig",
-              namespace: target.namespace,
-              name: target.name,
-              uid: target.uid,
-            },
-            type,
-            reason,
-            message: text,
-            source: { component: "espejo" },
-            reportingComponent: "espejo",
-            reportingInstance: Deno.hostname(),
-            firstTimestamp: nowIso,
-            lastTimestamp: nowIso,
-            count: 1,
-          },
-        });
+        const event = {
+          apiVersion: "v1",
+          kind: "Event",
+          metadata: { name: eventName, namespace: target.namespace },
+          involvedObject: { ...this.involved, namespace: target.namespace, name: target.name, uid: target.uid },
+          type,
+          reason,
+          message: text,
+          source: { component: "espejo" },
+          reportingComponent: "espejo",
+          reportingInstance: Deno.hostname(),
+          firstTimestamp: nowIso,
+          lastTimestamp: nowIso,
+          count: 1,
+        };
+        await createEvent(this.client, { namespace: target.namespace }, event, { urgent: true });
         if (this.#seen.size >= MAX_REMEMBERED) this.#seen.delete(this.#seen.keys().next().value!);
         this.#seen.set(key, { eventName, count: 1, firstTimestamp: nowIso, lastWritten: nowMs });
         return;
@@ -78,13 +71,12 @@ export class EventRecorder {
       seen.count++;
       if (nowMs - seen.lastWritten < this.updateEveryMs) return;
       seen.lastWritten = nowMs;
-      await this.client.request({
-        urgent: true,
-        method: "PATCH",
-        path: `/api/v1/namespaces/${target.namespace}/events/${seen.eventName}`,
-        contentType: "application/merge-patch+json",
-        body: { count: seen.count, lastTimestamp: nowIso },
-      });
+      await patchEvent(
+        this.client,
+        { namespace: target.namespace, name: seen.eventName },
+        { count: seen.count, lastTimestamp: nowIso },
+        { urgent: true, contentType: "application/merge-patch+json" },
+      );
     } catch (e) {
       // The event may have expired (1 h TTL by default): forget it so that the next repeat creates a new one.
       this.#seen.delete(key);

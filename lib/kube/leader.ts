@@ -9,6 +9,8 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./client.ts";
 import { isConflict, isNotFound } from "./errors.ts";
 import { sleep } from "./backoff.ts";
+import { createLease, readLease, replaceLease } from "./api/coordination_v1_client.ts";
+import { type DecodedLease, decodeLease } from "./api/decode.ts";
 
 export const LEASE_NAME = "bd39f6a0.appuio.ch";
 const log = getLogger(["espejo", "leader"]);
@@ -23,25 +25,14 @@ export interface LeaderElectionOptions {
   onChange?: (leader: boolean) => void;
 }
 
-interface Lease {
-  metadata: { name: string; namespace: string; resourceVersion?: string };
-  spec: {
-    holderIdentity?: string;
-    leaseDurationSeconds?: number;
-    acquireTime?: string;
-    renewTime?: string;
-    leaseTransitions?: number;
-  };
-}
-
 export class LeaderElector {
-  #observed?: { lease: Lease; at: number };
+  #observed?: { lease: DecodedLease; at: number };
   #leading = false;
 
   constructor(private readonly o: LeaderElectionOptions) {}
 
-  get path(): string {
-    return `/apis/coordination.k8s.io/v1/namespaces/${this.o.namespace}/leases/${LEASE_NAME}`;
+  get #lease(): { namespace: string; name: string } {
+    return { namespace: this.o.namespace, name: LEASE_NAME };
   }
 
   /** Each Lease request must finish well within the renew deadline. */
@@ -107,17 +98,12 @@ export class LeaderElector {
     const lease = this.#observed.lease;
     if (lease.spec.holderIdentity !== this.o.identity) return;
     try {
-      await this.o.client.request({
-        urgent: true, // a Lease renewal must not wait behind a burst of writes
-        method: "PUT",
-        path: this.path,
-        body: {
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          metadata: lease.metadata,
-          spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
-        },
-      });
+      await replaceLease(this.o.client, this.#lease, {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: lease.metadata,
+        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(new Date()) },
+      }, { urgent: true }); // a Lease renewal must not wait behind a burst of writes
       log.info("Released the leader Lease");
     } catch (e) {
       log.warn("Could not release the leader Lease: {error}", { error: String(e) });
@@ -136,37 +122,28 @@ export class LeaderElector {
   async #tryAcquireOrRenew(): Promise<boolean> {
     const now = new Date();
     const durationSeconds = Math.ceil(this.o.leaseDurationMs / 1000);
-    let current: Lease | undefined;
+    // A Lease renewal must not wait behind a burst of writes.
+    const options = { urgent: true, timeoutMs: this.#timeoutMs };
+    let current: DecodedLease | undefined;
     try {
-      current = await this.o.client.request<Lease>({
-        urgent: true, // a Lease renewal must not wait behind a burst of writes
-        method: "GET",
-        path: this.path,
-        timeoutMs: this.#timeoutMs,
-      });
+      current = decodeLease(await readLease(this.o.client, this.#lease, options));
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
     if (!current) {
-      const created = await this.o.client.request<Lease>({
-        urgent: true, // a Lease renewal must not wait behind a burst of writes
-        timeoutMs: this.#timeoutMs,
-        method: "POST",
-        path: this.path.slice(0, this.path.lastIndexOf("/")),
-        body: {
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          metadata: { name: LEASE_NAME, namespace: this.o.namespace },
-          spec: {
-            holderIdentity: this.o.identity,
-            leaseDurationSeconds: durationSeconds,
-            acquireTime: microTime(now),
-            renewTime: microTime(now),
-            leaseTransitions: 0,
-          },
+      const created = await createLease(this.o.client, { namespace: this.o.namespace }, {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: this.#lease,
+        spec: {
+          holderIdentity: this.o.identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: 0,
         },
-      }).catch((e) => {
-        if (isConflict(e) || (e as { code?: number }).code === 409) return undefined;
+      }, options).then(decodeLease, (e) => {
+        if (isConflict(e)) return undefined; // someone else created it first
         throw e;
       });
       if (created) this.#observed = { lease: created, at: Date.now() };
@@ -189,14 +166,9 @@ export class LeaderElector {
       leaseTransitions: (current.spec.leaseTransitions ?? 0) + (heldByMe ? 0 : 1),
     };
     try {
-      const updated = await this.o.client.request<Lease>({
-        urgent: true, // a Lease renewal must not wait behind a burst of writes
-        timeoutMs: this.#timeoutMs,
-        method: "PUT",
-        path: this.path,
-        body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: current.metadata, spec },
-      });
-      this.#observed = { lease: updated, at: Date.now() };
+      const body = { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: current.metadata, spec };
+      const updated = decodeLease(await replaceLease(this.o.client, this.#lease, body, options));
+      if (updated) this.#observed = { lease: updated, at: Date.now() };
       return true;
     } catch (e) {
       if (isConflict(e)) return false; // someone else was faster

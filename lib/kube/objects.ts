@@ -58,6 +58,12 @@ export function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** Structural equality of JSON values (key order does not matter). */
+/** A JSON object whose metadata, if any, is an object: the least any reply of the API server is. */
+export function asKubeObject(v: unknown): KubeObject | undefined {
+  if (!isObject(v) || (v.metadata !== undefined && !isObject(v.metadata))) return undefined;
+  return v as KubeObject; // the checks above are what KubeObject promises
+}
+
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a)) {

@@ -8,7 +8,7 @@
  */
 import type { KubeClient, WatchEvent } from "./client.ts";
 import { ApiError, isGone } from "./errors.ts";
-import type { KubeObject } from "./objects.ts";
+import { asKubeObject, type KubeObject } from "./objects.ts";
 import { HEALTHY_WATCH_MS, nextRound, type Round, sleep } from "./backoff.ts";
 
 export type ChangeType = "added" | "modified" | "deleted";
@@ -83,7 +83,9 @@ export class Reflector<T> {
    * Puts the reply of our own write into the store at once, so the next sync does not act on the stale copy
    * before the watch delivers the change. The watch event later replaces it.
    */
-  upsert(raw: KubeObject): void {
+  upsert(reply: object): void {
+    const raw = asKubeObject(reply);
+    if (!raw) return;
     const key = objectKey(raw);
     const old = this.#store.get(key);
     const rv = raw.metadata?.resourceVersion ?? "";

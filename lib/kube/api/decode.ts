@@ -5,6 +5,7 @@
  */
 import { isObject, type ObjectMeta } from "../objects.ts";
 import type { Namespace } from "./core_v1.ts";
+import type { Lease, LeaseSpec } from "./coordination_v1.ts";
 
 const STRING_FIELDS = ["name", "namespace", "uid", "resourceVersion", "deletionTimestamp", "creationTimestamp"];
 
@@ -29,9 +30,10 @@ export function decodeObjectMeta(raw: unknown): ObjectMeta | undefined {
 }
 
 /** A Namespace with what the controller reads of it always present: name, labels and phase. */
-export interface DecodedNamespace extends Namespace {
+export interface DecodedNamespace extends Omit<Namespace, "metadata" | "status"> {
   metadata: ObjectMeta & { name: string; labels: Record<string, string> };
-  status: NonNullable<Namespace["status"]> & { phase: string };
+  /** A phase newer than this client's schema is kept as it is. */
+  status: Omit<NonNullable<Namespace["status"]>, "phase"> & { phase: string };
 }
 
 export function decodeNamespace(raw: unknown): DecodedNamespace | undefined {
@@ -46,4 +48,23 @@ export function decodeNamespace(raw: unknown): DecodedNamespace | undefined {
     // A namespace without a phase is new: the API server sets Active at creation.
     status: { ...status, phase: typeof status.phase === "string" ? status.phase : "Active" },
   };
+}
+
+/** A Lease with metadata and spec present and their fields checked. */
+export interface DecodedLease extends Omit<Lease, "metadata" | "spec"> {
+  metadata: ObjectMeta;
+  spec: LeaseSpec;
+}
+
+const LEASE_STRINGS = ["holderIdentity", "acquireTime", "renewTime"] as const;
+const LEASE_NUMBERS = ["leaseDurationSeconds", "leaseTransitions"] as const;
+
+export function decodeLease(raw: unknown): DecodedLease | undefined {
+  if (!isObject(raw)) return undefined;
+  const metadata = decodeObjectMeta(raw.metadata);
+  const spec = raw.spec === undefined ? {} : raw.spec;
+  if (!metadata || !isObject(spec)) return undefined;
+  for (const f of LEASE_STRINGS) if (spec[f] !== undefined && typeof spec[f] !== "string") return undefined;
+  for (const f of LEASE_NUMBERS) if (spec[f] !== undefined && !Number.isSafeInteger(spec[f])) return undefined;
+  return { ...raw, metadata, spec: spec as LeaseSpec }; // its fields the controller reads are checked above
 }
