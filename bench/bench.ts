@@ -13,10 +13,10 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { repoRoot } from "../tests/testenv/build.ts";
-import { ControlPlane, freePorts, kubeconfigYaml } from "../tests/testenv/controlplane.ts";
-import type { AuditEvent, Identity } from "../tests/testenv/controlplane.ts";
-import { installBase } from "../tests/testenv/shared.ts";
+import { repoRoot } from "../testenv/build.ts";
+import { ControlPlane, freePorts, kubeconfigYaml } from "../testenv/controlplane.ts";
+import type { AuditEvent, Identity } from "../testenv/controlplane.ts";
+import { installBase } from "../testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
 import { AuditTail, countBy, percentile } from "./audit_tail.ts";
@@ -25,8 +25,8 @@ import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
 import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
-import { espejoPermissions } from "../tests/testenv/permissions.ts";
-import { imageEnvironment } from "../tests/testenv/image_env.ts";
+import { espejoPermissions } from "../testenv/permissions.ts";
+import { imageEnvironment } from "../testenv/image_env.ts";
 
 const M = 5;
 const K = ITEMS_PER_CONFIG;

@@ -21,7 +21,7 @@
  */
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { repoRoot } from "../tests/testenv/build.ts";
+import { repoRoot } from "../testenv/build.ts";
 import {
   type AuditEvent,
   ControlPlane,
@@ -29,8 +29,8 @@ import {
   delay,
   freePorts,
   kubeconfigYaml,
-} from "../tests/testenv/controlplane.ts";
-import { installBase } from "../tests/testenv/shared.ts";
+} from "../testenv/controlplane.ts";
+import { installBase } from "../testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
 import { parseGoDuration } from "../lib/app/duration.ts";

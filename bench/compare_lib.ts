@@ -5,7 +5,7 @@
  * Every name a run creates starts with the run's prefix (`<prefix>-team-a`, `<prefix>-cfg`), so two runs differ
  * only by it; normalising maps it to `<P>`.
  */
-import type { AuditEvent } from "../tests/testenv/controlplane.ts";
+import type { AuditEvent } from "../testenv/controlplane.ts";
 
 export type Obj = Record<string, unknown>;
 

@@ -12,7 +12,7 @@ import {
   requestsBy,
   startController,
 } from "../tests/integration/harness.ts";
-import { clientFor, testCluster, uniqueName } from "../tests/testenv/shared.ts";
+import { clientFor, testCluster, uniqueName } from "../testenv/shared.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

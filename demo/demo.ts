@@ -10,10 +10,10 @@ import { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
 import { Metrics } from "../lib/metrics/metrics.ts";
 import type { KubeObject } from "../lib/kube/objects.ts";
-import { repoRoot } from "../tests/testenv/build.ts";
-import { ControlPlane, createServiceAccount } from "../tests/testenv/controlplane.ts";
-import { applyObject } from "../tests/testenv/apply.ts";
-import { installBase } from "../tests/testenv/shared.ts";
+import { repoRoot } from "../testenv/build.ts";
+import { ControlPlane, createServiceAccount } from "../testenv/controlplane.ts";
+import { applyObject } from "../testenv/apply.ts";
+import { installBase } from "../testenv/shared.ts";
 
 const bold = (s: string) => `\x1b[1m${s}\x1b[0m`;
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;

@@ -4,8 +4,8 @@
  * refer to), in `openapi/`. Run it when the Kubernetes version of the test control plane changes, then
  * `deno task gen-types`.
  */
-import { ControlPlane } from "../tests/testenv/controlplane.ts";
-import { installBase } from "../tests/testenv/shared.ts";
+import { ControlPlane } from "../testenv/controlplane.ts";
+import { installBase } from "../testenv/shared.ts";
 import { API_DOCUMENTS } from "./api_surface.ts";
 
 // deno-lint-ignore no-explicit-any

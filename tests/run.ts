@@ -3,8 +3,8 @@
  * stops it, and ends with a line `N passed, N failed`.
  */
 import { join } from "node:path";
-import { ControlPlane } from "./testenv/controlplane.ts";
-import { installBase } from "./testenv/shared.ts";
+import { ControlPlane } from "../testenv/controlplane.ts";
+import { installBase } from "../testenv/shared.ts";
 
 const extra = Deno.args;
 const cp = await ControlPlane.start({ audit: true });

@@ -3,8 +3,8 @@
  * reason; the other items carry on, nothing unrelated is deleted, and the controller stays ready.
  */
 import assert from "node:assert/strict";
-import { applyYaml } from "../testenv/apply.ts";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { applyYaml } from "../../testenv/apply.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   auditNow,
   condition,

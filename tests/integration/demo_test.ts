@@ -1,7 +1,7 @@
 /** `deno task demo` runs start to finish, exits 0 and leaves no process behind. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { repoRoot } from "../testenv/build.ts";
+import { repoRoot } from "../../testenv/build.ts";
 
 Deno.test("deno task demo exits 0, shows the result table and leaves no process behind", {
   sanitizeOps: false,

@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { repoRoot } from "../testenv/build.ts";
-import { kubeconfigYaml } from "../testenv/controlplane.ts";
-import { clientFor, testCluster } from "../testenv/shared.ts";
+import { repoRoot } from "../../testenv/build.ts";
+import { kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { clientFor, testCluster } from "../../testenv/shared.ts";
 import { isAlreadyExists } from "../../lib/kube/errors.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 

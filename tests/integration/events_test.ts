@@ -1,6 +1,6 @@
 /** Kubernetes Events on SyncConfigs: specific, and aggregated instead of repeated every pass. */
 import assert from "node:assert/strict";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { counterValue, createNamespace, createSyncConfig, startController } from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

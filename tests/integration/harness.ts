@@ -6,8 +6,8 @@ import { Controller } from "../../lib/controller/controller.ts";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
-import { type AuditEvent, createServiceAccount, type Identity } from "../testenv/controlplane.ts";
-import { auditEvents, clientFor, eventually, type TestCluster } from "../testenv/shared.ts";
+import { type AuditEvent, createServiceAccount, type Identity } from "../../testenv/controlplane.ts";
+import { auditEvents, clientFor, eventually, type TestCluster } from "../../testenv/shared.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
 import { setupLogging } from "../../lib/app/logging.ts";
 

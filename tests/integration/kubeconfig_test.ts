@@ -9,11 +9,11 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { loadClientOptions } from "../../lib/kube/kubeconfig.ts";
-import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../testenv/shared.ts";
-import { startForwarder, startProxy, type TestProxy } from "../testenv/proxy.ts";
-import { freePorts } from "../testenv/controlplane.ts";
-import { espejoPermissions } from "../testenv/permissions.ts";
-import { repoRoot } from "../testenv/build.ts";
+import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { startForwarder, startProxy, type TestProxy } from "../../testenv/proxy.ts";
+import { freePorts } from "../../testenv/controlplane.ts";
+import { espejoPermissions } from "../../testenv/permissions.ts";
+import { repoRoot } from "../../testenv/build.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 

@@ -4,13 +4,13 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { repoRoot } from "../testenv/build.ts";
-import { createServiceAccount, freePorts, kubeconfigYaml } from "../testenv/controlplane.ts";
-import { applyObject } from "../testenv/apply.ts";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { repoRoot } from "../../testenv/build.ts";
+import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { applyObject } from "../../testenv/apply.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "./harness.ts";
-import type { Identity } from "../testenv/controlplane.ts";
-import { espejoPermissions } from "../testenv/permissions.ts";
+import type { Identity } from "../../testenv/controlplane.ts";
+import { espejoPermissions } from "../../testenv/permissions.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const LEASE = "bd39f6a0.appuio.ch";

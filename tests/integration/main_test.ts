@@ -1,12 +1,12 @@
 /** The controller as a process: flags, probes, metrics, and a clean exit on SIGTERM. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { repoRoot } from "../testenv/build.ts";
-import { createServiceAccount, freePorts, kubeconfigYaml } from "../testenv/controlplane.ts";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { repoRoot } from "../../testenv/build.ts";
+import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
-import { espejoPermissions } from "../testenv/permissions.ts";
-import { imageEnvironment } from "../testenv/image_env.ts";
+import { espejoPermissions } from "../../testenv/permissions.ts";
+import { imageEnvironment } from "../../testenv/image_env.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const mainTs = join(repoRoot, "main.ts");

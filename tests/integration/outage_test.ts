@@ -3,9 +3,9 @@
  * address, and it syncs what happened once the server is back.
  */
 import assert from "node:assert/strict";
-import { ControlPlane } from "../testenv/controlplane.ts";
-import { installBase, type TestCluster } from "../testenv/shared.ts";
-import { clientFor, eventually } from "../testenv/shared.ts";
+import { ControlPlane } from "../../testenv/controlplane.ts";
+import { installBase, type TestCluster } from "../../testenv/shared.ts";
+import { clientFor, eventually } from "../../testenv/shared.ts";
 import { counterValue, createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

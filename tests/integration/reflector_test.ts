@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { Reflector } from "../../lib/kube/reflector.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace } from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

@@ -3,7 +3,7 @@
  * the controller's own identity.
  */
 import assert from "node:assert/strict";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   aboutSyncConfig,
   auditNow,

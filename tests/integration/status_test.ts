@@ -1,6 +1,6 @@
 /** When statuses are written, and what they keep: against the real API server, under deploy/'s RBAC. */
 import assert from "node:assert/strict";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   condition,
   counterValue,

@@ -1,6 +1,6 @@
 /** espejo's own behaviours, against the real API server, with the controller under deploy/'s RBAC. */
 import assert from "node:assert/strict";
-import { clientFor, eventually, testCluster, uniqueName } from "../testenv/shared.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   auditNow,
   condition,

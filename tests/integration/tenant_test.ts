@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { deepEqual } from "../../lib/kube/objects.ts";
-import type { AuditEvent, Identity } from "../testenv/controlplane.ts";
-import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../testenv/shared.ts";
+import type { AuditEvent, Identity } from "../../testenv/controlplane.ts";
+import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   auditNow,
   counterValue,

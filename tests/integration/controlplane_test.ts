@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { Reflector } from "../../lib/kube/reflector.ts";
-import { ControlPlane, createServiceAccount } from "./controlplane.ts";
-import { auditEvents, clientFor, eventually, testCluster, uniqueName } from "./shared.ts";
-import { repoRoot } from "./build.ts";
+import { ControlPlane, createServiceAccount } from "../../testenv/controlplane.ts";
+import { auditEvents, clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { repoRoot } from "../../testenv/build.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -119,7 +119,7 @@ Deno.test("Without Go and without KUBEBUILDER_ASSETS the build names both ways o
   const home = await Deno.makeTempDir();
   try {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-all", join(repoRoot, "tests/testenv/build.ts")],
+      args: ["run", "--allow-all", join(repoRoot, "testenv/build.ts")],
       env: { PATH: "/nonexistent", HOME: home, KUBEBUILDER_ASSETS: "" },
       clearEnv: true,
       stdout: "piped",

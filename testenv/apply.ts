@@ -1,8 +1,8 @@
 /** Applies YAML manifests (one or many documents) with server-side apply, resolving kinds through discovery. */
 import { parseAllDocuments } from "yaml";
-import type { KubeClient } from "../../lib/kube/client.ts";
-import { Discovery, objectPath } from "../../lib/kube/discovery.ts";
-import type { KubeObject } from "../../lib/kube/objects.ts";
+import type { KubeClient } from "../lib/kube/client.ts";
+import { Discovery, objectPath } from "../lib/kube/discovery.ts";
+import type { KubeObject } from "../lib/kube/objects.ts";
 
 export async function applyYaml(client: KubeClient, text: string, namespace?: string): Promise<KubeObject[]> {
   const discovery = new Discovery(client, 0);

@@ -9,8 +9,8 @@
 import { join } from "node:path";
 import { ensureBinaries } from "./build.ts";
 import { type ControlPlaneCerts, makeCerts } from "./certs.ts";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
-import { isAlreadyExists } from "../../lib/kube/errors.ts";
+import { HttpKubeClient } from "../lib/kube/client.ts";
+import { isAlreadyExists } from "../lib/kube/errors.ts";
 
 export interface ControlPlaneOptions {
   /** Write the API server's audit log (every request, Metadata level) so tests can count requests. */

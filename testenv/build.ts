@@ -13,7 +13,7 @@ export const BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager"] as
 const KUBE_VERSION = "v1.35.4";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const repoRoot: string = resolve(here, "..", "..");
+export const repoRoot: string = resolve(here, "..");
 export const testenvDir: string = join(repoRoot, ".testenv");
 export const binDir: string = join(testenvDir, "bin");
 

@@ -3,7 +3,7 @@
  * in TESTENV_* variables; a test file run on its own (`deno test -A tests/integration/x_test.ts`) starts its own.
  */
 import { join } from "node:path";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
+import { HttpKubeClient } from "../lib/kube/client.ts";
 import { type AuditEvent, ControlPlane, type Identity } from "./controlplane.ts";
 import { repoRoot } from "./build.ts";
 import { applyYaml } from "./apply.ts";
