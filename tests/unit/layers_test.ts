@@ -1,0 +1,54 @@
+/**
+ * The layout is the architecture (ARCHITECTURE.md): imports in lib/ flow one way, and the planner decides without
+ * I/O. Read from the source, so a new import that breaks the layering fails here, naming the file and the import.
+ */
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const lib = resolve(dirname(fileURLToPath(import.meta.url)), "../../lib");
+/** A layer may import its own and lower ones. metrics and sync are siblings: neither imports the other. */
+const RANK: Record<string, number> = { kube: 0, model: 1, sync: 2, metrics: 2, controller: 3, app: 4 };
+
+function* files(dir: string): Generator<string> {
+  for (const e of Deno.readDirSync(dir)) {
+    const p = join(dir, e.name);
+    if (e.isDirectory) yield* files(p);
+    else if (p.endsWith(".ts")) yield p;
+  }
+}
+
+function importsOf(file: string): string[] {
+  const text = Deno.readTextFileSync(file);
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g)].map((m) => resolve(dirname(file), m[1]));
+}
+
+const layerOf = (file: string): string => relative(lib, file).split("/")[0];
+
+Deno.test("layers: every file of lib/ is in a layer", () => {
+  const loose = [...files(lib)].filter((f) => !(layerOf(f) in RANK)).map((f) => relative(lib, f));
+  assert.deepEqual(loose, []);
+});
+
+Deno.test("layers: imports flow down (kube <- model <- sync, metrics <- controller <- app)", () => {
+  const wrong: string[] = [];
+  for (const f of files(lib)) {
+    const from = layerOf(f);
+    for (const target of importsOf(f)) {
+      const to = layerOf(target);
+      const sibling = from !== to && RANK[from] === RANK[to];
+      if (RANK[to] > RANK[from] || sibling) wrong.push(`${relative(lib, f)} imports ${relative(lib, target)}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
+
+Deno.test("layers: the planner imports no client, no cache class and no timer", () => {
+  const planner = join(lib, "sync/planner.ts");
+  const text = Deno.readTextFileSync(planner);
+  const imported = importsOf(planner).map((f) => relative(lib, f));
+  for (const banned of ["kube/client.ts", "kube/reflector.ts", "sync/resource_caches.ts", "sync/applier.ts"]) {
+    assert.ok(!imported.includes(banned), `planner.ts imports ${banned}`);
+  }
+  assert.doesNotMatch(text, /\b(setTimeout|setInterval|Date\.now|performance\.now|fetch)\(/);
+});
