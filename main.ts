@@ -34,6 +34,7 @@ async function main(): Promise<number> {
     kubeApiQps: config.kubeApiQps,
     kubeApiBurst: config.kubeApiBurst,
     concurrentSyncs: config.concurrentSyncs,
+    pruneDefault: config.pruneDefault,
   });
   if (config.ignoredArgs.length) {
     log.warn("Ignoring positional arguments {args}: espejo takes flags only", { args: config.ignoredArgs.join(" ") });
@@ -106,6 +107,7 @@ async function main(): Promise<number> {
     reconcileIntervalMs: config.reconcileIntervalMs,
     fullCompareIntervalMs: config.fullCompareIntervalMs,
     concurrentSyncs: config.concurrentSyncs,
+    pruneDefault: config.pruneDefault,
     metrics,
     leadership: elector
       ? async (signal) => {

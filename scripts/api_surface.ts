@@ -57,6 +57,7 @@ export const API_DOCUMENTS: ApiDocument[] = [
     operations: {
       listSyncAppuioChV1alpha1SyncConfigForAllNamespaces: "listAllSyncConfigs",
       listSyncAppuioChV1alpha1NamespacedSyncConfig: "listSyncConfigs",
+      patchSyncAppuioChV1alpha1NamespacedSyncConfig: "patchSyncConfig",
       patchSyncAppuioChV1alpha1NamespacedSyncConfigStatus: "patchSyncConfigStatus",
     },
   },

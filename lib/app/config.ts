@@ -23,6 +23,8 @@ export interface Config {
   kubeApiBurst: number;
   concurrentSyncs: number;
   watchNamespace: string;
+  /** Pruning for SyncConfigs without a `sync.appuio.ch/prune` annotation (`--prune-default`). */
+  pruneDefault: boolean;
   /** Positional arguments, which are ignored (the Go espejo ignores them too). */
   ignoredArgs: string[];
 }
@@ -155,6 +157,14 @@ export function buildCommand(version: string): Command {
           return n;
         }),
     )
+    .addOption(
+      new Option(
+        "--prune-default",
+        'prune for every SyncConfig without a sync.appuio.ch/prune annotation (one with "false" never prunes): ' +
+          "delete the objects espejo created for it when an item is removed, a namespace is no longer selected, " +
+          "or the SyncConfig is deleted",
+      ).default(false),
+    )
     // pflag leaves positional arguments to the program, and the Go espejo ignores them: so do we (with a warning).
     .argument("[ignored...]")
     .allowExcessArguments(true);
@@ -172,6 +182,7 @@ export function normalizeBooleanFlags(args: string[]): string[] {
     "--enable-leader-election": "--enable-leader-election",
     "--verbose": "--verbose",
     "-v": "--verbose",
+    "--prune-default": "--prune-default",
   };
   const final = new Map<string, boolean>();
   const out: string[] = [];
@@ -251,6 +262,7 @@ export function parseConfig(
     kubeApiBurst: o.kubeApiBurst,
     concurrentSyncs: o.concurrentSyncs,
     watchNamespace,
+    pruneDefault: o.pruneDefault === true,
     ignoredArgs: cmd.args,
   };
 }

@@ -1,7 +1,8 @@
 /**
  * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, every book
  * that keeps state per SyncConfig hears of it in one call each (registry, ledger, status schedule, Events, retries,
- * items gauge), the caches follow the kinds its items name, and the namespaces it selects are queued.
+ * items gauge, pruning), the caches follow the kinds its items name, and the namespaces it selects are queued.
+ * One being deleted counts as deleted here; lib/controller/pruning.ts cleans up after it when it prunes.
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
@@ -18,6 +19,7 @@ import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import type { NamespaceInfo } from "./watches.ts";
+import type { Pruning } from "./pruning.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 
 const log = getLogger(["espejo", "controller"]);
@@ -33,6 +35,7 @@ export interface ConfigChangesDeps {
   freshness: Freshness;
   metrics: Metrics;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
+  pruning: Pruning;
   /** The parts that exist once the controller runs. */
   running: () => { executor?: Executor; caches?: ResourceCaches };
 }
@@ -43,11 +46,21 @@ export class ConfigChanges {
 
   constructor(private readonly d: ConfigChangesDeps) {}
 
+  /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled. */
+  async process(key: string): Promise<void> {
+    this.changed(key);
+    await this.enqueueSelected(key);
+    await this.d.pruning.settle(key);
+  }
+
   /** Recompiles the SyncConfig under `key` from the cache, or forgets it if it is gone. */
   changed(key: string): void {
     const { registry, ledger, statusWriter } = this.d;
     const sc = this.d.syncConfigs.get(key);
-    if (!sc) {
+    // One being deleted (held by the prune finalizer) syncs nothing any more; pruning cleans up after it.
+    const deleting = sc?.metadata?.deletionTimestamp !== undefined;
+    if (!sc || deleting) {
+      this.d.pruning.deleting(key, sc);
       if (!registry.delete(key)) return;
       this.#specChanged();
       ledger.drop(key);
@@ -57,7 +70,11 @@ export class ConfigChanges {
       for (const state of ["synchronized", "deleted", "failed"]) {
         this.d.metrics.items.remove({ syncconfig: key, state });
       }
-      log.info("SyncConfig {syncConfig} deleted; objects it created are left in place", { syncConfig: key });
+      if (!sc) log.info("SyncConfig {syncConfig} deleted", { syncConfig: key });
+      else {log.info("SyncConfig {syncConfig} is being deleted", {
+          syncConfig: key,
+          pruning: this.d.pruning.enabled(key),
+        });}
       return;
     }
     const { entry, changed } = registry.compile(key, sc);
@@ -122,12 +139,16 @@ export class ConfigChanges {
     }
   }
 
-  /** A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. */
+  /**
+   * A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. A kind no item
+   * names any more keeps its cache while a SyncConfig with pruning on created objects of it (they are pruned).
+   */
   #specChanged(): void {
     this.d.freshness.changedEverywhere();
     const items = this.d.registry.items();
-    this.d.running().caches?.retain(
-      (r) => items.hasSyncKind(r.group, r.kind),
+    const caches = this.d.running().caches;
+    caches?.retain(
+      (r) => items.hasSyncKind(r.group, r.kind) || caches.hasCreated(r, (k) => this.d.pruning.enabled(k)),
       (r) => items.hasDeleteKind(r.group, r.kind),
     );
   }

@@ -8,20 +8,21 @@
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
-import type { KubeClient } from "../kube/client.ts";
 import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
-import { sleep } from "../kube/backoff.ts";
 import { EventRecorder } from "../kube/events.ts";
+import { aborted } from "../kube/backoff.ts";
 import { deepEqual } from "../kube/objects.ts";
-import type { Metrics } from "../metrics/metrics.ts";
 import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
+import { Pruner } from "../sync/pruner.ts";
 import { ConfigChanges } from "./config_changes.ts";
 import { Freshness } from "./freshness.ts";
 import { NamespaceUnit } from "./namespace_unit.ts";
-import { PassTracker } from "./pass.ts";
+import type { ControllerOptions } from "./options.ts";
+import { PassTracker, runIntervalPasses } from "./pass.ts";
+import { Pruning, sameSpecAndPruning } from "./pruning.ts";
 import { WorkQueue } from "./queue.ts";
 import { Registry } from "./registry.ts";
 import { StatusLedger } from "./status_ledger.ts";
@@ -30,24 +31,9 @@ import { SyncEvents } from "./sync_events.ts";
 import { type NamespaceInfo, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
 
-export type { NamespaceInfo };
+export type { ControllerOptions, NamespaceInfo };
 
 const log = getLogger(["espejo", "controller"]);
-
-export interface ControllerOptions {
-  client: KubeClient;
-  /** Only SyncConfigs in this namespace are read; empty means all namespaces (WATCH_NAMESPACE). */
-  watchNamespace: string;
-  reconcileIntervalMs: number;
-  /** Namespaces synced at the same time (`--concurrent-syncs`); default 1. */
-  concurrentSyncs?: number;
-  /** `--full-compare-interval`: see {@link Freshness}; 0 compares every namespace in every pass. */
-  fullCompareIntervalMs?: number;
-  metrics: Metrics;
-  /** Resolves once this process may write (leader election); default: at once. */
-  leadership?: (signal: AbortSignal) => Promise<void>;
-  now?: () => Date;
-}
 
 export class Controller {
   readonly namespaces: Reflector<NamespaceInfo>;
@@ -62,14 +48,17 @@ export class Controller {
   readonly #freshness: Freshness;
   readonly #configs: ConfigChanges;
   readonly #units: NamespaceUnit;
+  readonly #pruning: Pruning;
   readonly #trouble: WatchTrouble;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
   readonly #pass = new PassTracker((wall, cpu) => {
     this.opts.metrics.passDuration.observe(wall);
     this.opts.metrics.passCpu.observe(cpu);
   });
+  /** Made when the controller runs (they start watches). */
   #caches?: ResourceCaches;
   #executor?: Executor;
+  #pruner?: Pruner;
   #workerStarted = false;
   /** Start times of the units being processed, for liveness. */
   readonly #inFlight = new Set<{ since: number }>();
@@ -82,7 +71,7 @@ export class Controller {
     const trouble = this.#trouble = new WatchTrouble(metrics);
     this.namespaces = watchNamespaces(client, trouble, (type, ns, old) => this.#onNamespace(type, ns, old));
     this.syncConfigs = watchSyncConfigs(client, opts.watchNamespace, trouble, (type, sc, old) => {
-      if (type === "deleted" || sc.metadata?.generation !== old?.metadata?.generation) {
+      if (type === "deleted" || !sameSpecAndPruning(sc, old)) {
         // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
         this.#freshness.changedEverywhere();
         this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
@@ -99,18 +88,26 @@ export class Controller {
     });
     const shared = {
       namespaces: this.namespaces,
+      syncConfigs: this.syncConfigs,
+      registry: this.#compiled,
       ledger: this.#ledger,
       statusWriter: this.#statusWriter,
       syncEvents,
       freshness: this.#freshness,
       metrics,
+      enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => this.#enqueue(item, trigger, afterMs),
     };
+    this.#pruning = new Pruning({
+      ...shared,
+      client,
+      pruneDefault: opts.pruneDefault ?? false,
+      recordChange: (k, a, ns) => syncEvents.recordChange(k, a, ns),
+      pruner: () => this.#pruner,
+    });
     this.#configs = new ConfigChanges({
       ...shared,
-      syncConfigs: this.syncConfigs,
-      registry: this.#compiled,
+      pruning: this.#pruning,
       events: this.#events,
-      enqueue: (item, trigger) => this.#enqueue(item, trigger),
       running: () => ({ executor: this.#executor, caches: this.#caches }),
     });
     this.#units = new NamespaceUnit({
@@ -119,6 +116,7 @@ export class Controller {
       queue: this.queue,
       pass: this.#pass,
       executor: () => this.#executor!,
+      pruning: this.#pruning,
     });
   }
 
@@ -149,26 +147,26 @@ export class Controller {
       onWatchRestart: (r, reason) => this.#trouble.restarted(r, reason),
       onError: (r, e, ms) => this.#trouble.failed(r, e, ms),
     });
-    this.#executor = new Executor(client, new Discovery(client), this.#caches, {
+    const discovery = new Discovery(client);
+    this.#executor = new Executor(client, discovery, this.#caches, {
       onWrite: (action) => this.opts.metrics.writes.inc({ action }),
       // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
       claims: (owner, r, ns, name) => this.#itemOwners(r, ns, name).includes(owner),
       onFight: (syncconfig) => this.opts.metrics.fightRestores.inc({ syncconfig }),
       maxFightDelayMs: this.opts.reconcileIntervalMs || 600_000,
     });
+    this.#pruner = new Pruner(client, discovery, this.#caches, () => this.opts.metrics.writes.inc({ action: "prune" }));
     signal.addEventListener("abort", () => this.queue.shutdown(), { once: true });
     this.namespaces.run(signal);
     this.syncConfigs.run(signal);
     await Promise.race([Promise.all([this.namespaces.synced, this.syncConfigs.synced]), aborted(signal)]);
     if (signal.aborted) return;
-    log.info("Caches synced: {namespaces} namespaces, {syncConfigs} SyncConfigs", {
-      namespaces: this.namespaces.size,
-      syncConfigs: this.syncConfigs.size,
-    });
+    const sizes = { namespaces: this.namespaces.size, syncConfigs: this.syncConfigs.size };
+    log.info("Caches synced: {namespaces} namespaces, {syncConfigs} SyncConfigs", sizes);
     await (this.opts.leadership?.(signal) ?? Promise.resolve());
     if (signal.aborted) return;
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
-    const timer = this.#intervalLoop(signal);
+    const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
     const statusWriter = this.#statusWriter.run(signal);
     const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
     await Promise.all(Array.from({ length: workers }, () => this.#worker()));
@@ -191,10 +189,8 @@ export class Controller {
       const unit = { since: Date.now() };
       this.#inFlight.add(unit);
       try {
-        if (item.kind === "syncConfig") {
-          this.#configs.changed(item.key);
-          await this.#configs.enqueueSelected(item.key);
-        } else await this.#units.run(item.name, trigger);
+        if (item.kind === "syncConfig") await this.#configs.process(item.key);
+        else await this.#units.run(item.name, trigger);
       } catch (e) {
         // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
         log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
@@ -209,33 +205,28 @@ export class Controller {
     }
   }
 
-  async #intervalLoop(signal: AbortSignal): Promise<void> {
-    if (this.opts.reconcileIntervalMs <= 0) return; // passes turned off
-    while (!signal.aborted) {
-      await sleep(this.opts.reconcileIntervalMs, signal);
-      if (signal.aborted) return;
-      // The previous pass is still running (queued or in progress).
-      if (this.#pass.running) continue;
-      // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
-      this.#configs.fresh();
-      const now = Date.now();
-      let unchanged = 0;
-      this.#pass.start(function* (this: Controller) {
-        for (const ns of this.namespaces.values()) {
-          if (!this.#targetedByAny(ns)) continue;
-          if (this.#freshness.isFresh(ns.name, now)) unchanged++;
-          else {
-            this.#statusWriter.schedule.queued(this.#compiled.selecting(ns), ns.name);
-            this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
-            yield ns.name;
-          }
+  /** One interval pass: every targeted namespace that is not fresh, unless the previous pass is still running. */
+  #startPass(): void {
+    if (this.#pass.running) return;
+    // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
+    this.#configs.fresh();
+    const now = Date.now();
+    let unchanged = 0;
+    this.#pass.start(function* (this: Controller) {
+      for (const ns of this.namespaces.values()) {
+        if (!this.#targetedByAny(ns)) continue;
+        if (this.#freshness.isFresh(ns.name, now)) unchanged++;
+        else {
+          this.#statusWriter.schedule.queued(this.#compiled.selecting(ns), ns.name);
+          this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
+          yield ns.name;
         }
-      }.bind(this));
-      if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
-      // Caches pick up what watches missed, but a status must be refreshed after a pass too.
-      for (const key of this.#compiled.keys()) this.#statusWriter.schedule.markDirty(key);
-      this.#statusWriter.kick();
-    }
+      }
+    }.bind(this));
+    if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
+    // Caches pick up what watches missed, but a status must be refreshed after a pass too.
+    for (const key of this.#compiled.keys()) this.#statusWriter.schedule.markDirty(key);
+    this.#statusWriter.kick();
   }
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
@@ -245,6 +236,7 @@ export class Controller {
       for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#statusWriter.schedule.markDirty(cfgKey);
       this.#units.forgetNamespace(ns.name);
       this.#executor?.forgetNamespace(ns.name);
+      this.#caches?.forgetNamespace(ns.name);
       this.#statusWriter.schedule.finished(ns.name);
       this.#statusWriter.kick();
       return;
@@ -265,9 +257,10 @@ export class Controller {
     this.#enqueue({ kind: "namespace", name }, "namespace");
   }
 
+  /** Whether a unit of `ns` has anything to do: a SyncConfig selects it, counted it before, or may prune there. */
   #targetedByAny(ns: NamespaceInfo): boolean {
     if (this.#compiled.selecting(ns).length) return true;
-    return this.#ledger.counts(ns.name);
+    return this.#ledger.counts(ns.name) || this.#pruning.mayPrune(ns.name);
   }
 
   /** Keys of the valid SyncConfigs that select `namespace` and have a syncItem naming this object. */
@@ -280,21 +273,13 @@ export class Controller {
     return this.#caches?.retainedContentBytes() ?? 0;
   }
 
-  #enqueue(item: WorkItem, trigger: Trigger): void {
-    this.queue.add(workKey(item), PRIORITY[trigger], trigger);
+  #enqueue(item: WorkItem, trigger: Trigger, afterMs?: number): void {
+    if (afterMs) this.queue.addAfter(workKey(item), PRIORITY[trigger], afterMs, trigger);
+    else this.queue.add(workKey(item), PRIORITY[trigger], trigger);
   }
 
   #updateGauges(): void {
-    const m = this.opts.metrics;
-    m.queueDepth.set(this.queue.length());
-    m.compat.queueDepth(this.queue.length());
-    m.cacheObjects.set({ cache: "namespaces" }, this.namespaces.size);
-    m.cacheObjects.set({ cache: "syncconfigs" }, this.syncConfigs.size);
-    for (const [cache, size] of Object.entries(this.#caches?.sizes() ?? {})) m.cacheObjects.set({ cache }, size);
+    const sizes = { namespaces: this.namespaces.size, syncconfigs: this.syncConfigs.size, ...this.#caches?.sizes() };
+    this.opts.metrics.observeQueueAndCaches(this.queue.length(), sizes);
   }
-}
-
-/** Resolves when `signal` aborts. */
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
 }

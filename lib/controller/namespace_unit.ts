@@ -12,6 +12,7 @@ import { RetryBook } from "../sync/retry_book.ts";
 import type { ConfigChanges } from "./config_changes.ts";
 import type { Freshness } from "./freshness.ts";
 import type { PassTracker } from "./pass.ts";
+import type { Pruning } from "./pruning.ts";
 import type { WorkQueue } from "./queue.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
@@ -32,6 +33,7 @@ export interface NamespaceUnitDeps {
   pass: PassTracker;
   metrics: Metrics;
   executor: () => Executor;
+  pruning: Pruning;
 }
 
 export class NamespaceUnit {
@@ -67,6 +69,12 @@ export class NamespaceUnit {
       const results = await Promise.all(
         targeted.map((cfg) => syncConfigInNamespace(executor, cfg, name, recordChange)),
       );
+      // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
+      // same generation is created under its new name first).
+      const pruned = await this.d.pruning.pruneNamespace(name);
+      retry ||= pruned.retry;
+      wrote ||= pruned.wrote;
+      if (pruned.retryInMs !== undefined) retryInMs = pruned.retryInMs;
       failed = false;
       targeted.forEach((cfg, i) => {
         const { outcome, details } = results[i];

@@ -3,6 +3,7 @@
  * time for the metrics. A namespace event may take a pass's unit over; the unit counts for the pass either way. A
  * pass stuck for 10 minutes is abandoned, so one wedged unit cannot stop passes for ever.
  */
+import { sleep } from "../kube/backoff.ts";
 import process from "node:process";
 
 const ABANDON_AFTER_MS = 600_000;
@@ -34,5 +35,14 @@ export class PassTracker {
     this.#pass = undefined;
     const cpu = process.cpuUsage(pass.cpu);
     this.onDone((performance.now() - pass.startedMs) / 1000, (cpu.user + cpu.system) / 1e6);
+  }
+}
+
+/** Calls `startPass` every `intervalMs` (`--reconcile-interval`; 0 turns passes off) until `signal` aborts. */
+export async function runIntervalPasses(signal: AbortSignal, intervalMs: number, startPass: () => void): Promise<void> {
+  if (intervalMs <= 0) return;
+  while (!signal.aborted) {
+    await sleep(intervalMs, signal);
+    if (!signal.aborted) startPass();
   }
 }

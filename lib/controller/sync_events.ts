@@ -41,6 +41,7 @@ export class SyncEvents {
         update: "updated",
         recreate: "recreated",
         delete: "deleted",
+        prune: "pruned",
         none: "",
       };
       const parts = [...changes.actions].map(([action, n]) => `${n} ${words[action]}`);

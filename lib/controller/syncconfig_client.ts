@@ -13,6 +13,23 @@ export function listSyncConfigsPath(p: { namespace: string }): string {
   return `/apis/sync.appuio.ch/v1alpha1/namespaces/${encodeURIComponent(p.namespace)}/syncconfigs`;
 }
 
+/** partially update the specified SyncConfig (`PATCH /apis/sync.appuio.ch/v1alpha1/namespaces/{namespace}/syncconfigs/{name}`, patchSyncAppuioChV1alpha1NamespacedSyncConfig). */
+export function patchSyncConfig(
+  client: KubeClient,
+  p: { name: string; namespace: string },
+  body: Partial<SyncConfig>,
+  options: CallOptions & { contentType: PatchType },
+): Promise<SyncConfig> {
+  return client.request<SyncConfig>({
+    ...options,
+    method: "PATCH",
+    path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${encodeURIComponent(p.namespace)}/syncconfigs/${
+      encodeURIComponent(p.name)
+    }`,
+    body,
+  });
+}
+
 /** partially update status of the specified SyncConfig (`PATCH /apis/sync.appuio.ch/v1alpha1/namespaces/{namespace}/syncconfigs/{name}/status`, patchSyncAppuioChV1alpha1NamespacedSyncConfigStatus). */
 export function patchSyncConfigStatus(
   client: KubeClient,

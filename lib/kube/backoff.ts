@@ -45,3 +45,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", done, { once: true });
   });
 }
+
+/** Resolves when `signal` aborts. */
+export function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((r) => signal.addEventListener("abort", () => r(), { once: true }));
+}

@@ -12,6 +12,7 @@ export interface ObjectMeta {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   deletionTimestamp?: string;
+  finalizers?: string[];
   managedFields?: ManagedFieldsEntry[];
   [k: string]: unknown;
 }

@@ -47,8 +47,15 @@ export class Metrics {
   });
   readonly writes = new client.Counter({
     name: "espejo_object_writes_total",
-    help: "Objects written in target namespaces, by action (create, update, recreate, delete)",
+    help: "Objects written in target namespaces, by action (create, update, recreate, delete, prune)",
     labelNames: ["action"] as const,
+    registers: [this.registry],
+  });
+  readonly prunes = new client.Counter({
+    name: "espejo_prunes_total",
+    help: "Objects espejo created and deleted again because their SyncConfig prunes, by reason (item removed, " +
+      "namespace not selected, SyncConfig deleted)",
+    labelNames: ["syncconfig", "reason"] as const,
     registers: [this.registry],
   });
   readonly fightRestores = new client.Counter({
@@ -82,6 +89,13 @@ export class Metrics {
     labelNames: ["cache"] as const,
     registers: [this.registry],
   });
+
+  /** The gauges a worker refreshes before it takes the next unit. */
+  observeQueueAndCaches(queueLength: number, cacheSizes: Record<string, number>): void {
+    this.queueDepth.set(queueLength);
+    this.compat.queueDepth(queueLength);
+    for (const [cache, size] of Object.entries(cacheSizes)) this.cacheObjects.set({ cache }, size);
+  }
   readonly isLeader = new client.Gauge({
     name: "espejo_leader",
     help: "1 while this process is the leader (or leader election is off), 0 otherwise",

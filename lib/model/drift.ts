@@ -26,12 +26,27 @@ import { canonicalJson, deepEqual, isObject, type KubeObject, SERVER_OWNED_METAD
 
 export const FIELD_MANAGER = "espejo";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
+/**
+ * Written on every object espejo creates (never on one it adopts), with the SyncConfig's key, and kept by its
+ * updates: what pruning may delete (lib/sync/prune.ts). Not part of the desired object, so never a difference: a
+ * tenant who removes it only takes the object out of pruning.
+ */
+export const CREATED_ANNOTATION = "sync.appuio.ch/created-by";
 
-/** `object` without what {@link SERVER_OWNED_METADATA} names, `apiVersion`/`kind` (absent in lists) and `status`. */
+/**
+ * `object` without what {@link SERVER_OWNED_METADATA} names, `apiVersion`/`kind` (absent in lists), `status` and
+ * the {@link CREATED_ANNOTATION}.
+ */
 export function serverOwned(object: KubeObject): KubeObject {
   const { apiVersion: _a, kind: _k, status: _s, metadata, ...rest } = object;
   const meta: Record<string, unknown> = { ...metadata };
   for (const k of SERVER_OWNED_METADATA) delete meta[k];
+  const annotations = metadata?.annotations;
+  if (annotations && CREATED_ANNOTATION in annotations) {
+    const { [CREATED_ANNOTATION]: _c, ...others } = annotations;
+    if (Object.keys(others).length) meta.annotations = others;
+    else delete meta.annotations;
+  }
   return { ...rest, metadata: meta };
 }
 

@@ -9,7 +9,7 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isAlreadyExists, isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
-import { FIELD_MANAGER } from "../model/drift.ts";
+import { CREATED_ANNOTATION, FIELD_MANAGER } from "../model/drift.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { OWNER_ANNOTATION } from "./cached_object.ts";
 import type { ItemAction } from "./failures.ts";
@@ -51,7 +51,7 @@ export class Applier {
   /** Creates the object; one that exists without espejo's label (made by hand, by the Go espejo) is adopted. */
   async create(t: WriteTarget): Promise<Applied> {
     try {
-      t.sink.written(await this.#write("POST", collectionOf(t), t.desired));
+      t.sink.written(await this.#write("POST", collectionOf(t), created(t)));
       this.onWrite("create");
       return { action: "create" };
     } catch (e) {
@@ -127,7 +127,7 @@ export class Applier {
     const deadline = Date.now() + 10_000;
     for (let wait = 50;; wait = Math.min(wait * 2, 1000)) {
       try {
-        return await this.#write("POST", collectionOf(t), t.desired);
+        return await this.#write("POST", collectionOf(t), created(t));
       } catch (e) {
         if (!isAlreadyExists(e) || Date.now() > deadline) throw e;
         await new Promise((r) => setTimeout(r, wait));
@@ -159,11 +159,22 @@ export class Applier {
 const pathOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, t.desired.metadata!.name!);
 const collectionOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, "").replace(/\/$/, "");
 
-function bodyAt(desired: KubeObject, at: LiveParts): KubeObject {
+/** The desired object as espejo creates it: with its creation record, which only a create writes. */
+function created(t: WriteTarget): KubeObject {
+  const metadata = t.desired.metadata ?? {};
   return {
-    ...desired,
-    metadata: { ...desired.metadata, resourceVersion: at.resourceVersion, ownerReferences: at.ownerReferences },
+    ...t.desired,
+    metadata: { ...metadata, annotations: { ...metadata.annotations, [CREATED_ANNOTATION]: t.cfgKey } },
   };
+}
+
+function bodyAt(desired: KubeObject, at: LiveParts): KubeObject {
+  const metadata = { ...desired.metadata, resourceVersion: at.resourceVersion, ownerReferences: at.ownerReferences };
+  // A replace keeps the creation record of an object espejo created (an adopted one has none and gets none).
+  if (at.createdBy !== undefined) {
+    metadata.annotations = { ...metadata.annotations, [CREATED_ANNOTATION]: at.createdBy };
+  }
+  return { ...desired, metadata };
 }
 
 /** The live parts of an object just read, and its owner annotation (for the log of a take-over). */
@@ -173,5 +184,6 @@ function liveParts(o: KubeObject): LiveParts {
     resourceVersion: o.metadata?.resourceVersion,
     ownerReferences: Array.isArray(refs) && refs.length ? refs : undefined,
     owner: o.metadata?.annotations?.[OWNER_ANNOTATION],
+    createdBy: o.metadata?.annotations?.[CREATED_ANNOTATION],
   };
 }

@@ -9,7 +9,7 @@ export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const MANAGED_LABEL_VALUE = "espejo";
 /** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
-import { HASH_ANNOTATION } from "../model/drift.ts";
+import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../model/drift.ts";
 
 /**
  * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to
@@ -27,6 +27,8 @@ export interface CachedObject {
   desiredHash?: string;
   /** {@link OWNER_ANNOTATION} (a hint: only a SyncConfig that has an item for this object can hold it). */
   owner?: string;
+  /** {@link CREATED_ANNOTATION}: the SyncConfig that created the object (a hint: pruning also checks the owner). */
+  createdBy?: string;
   /** The field manager of the newest managedFields entry, for logs about fights (a hint too). */
   manager?: string;
   /** The live ownerReferences, which our writes keep (as the Go espejo does); absent when there are none. */
@@ -84,6 +86,7 @@ export function decodeManaged(raw: KubeObject, previous: CachedObject | undefine
     uid,
     desiredHash: bounded(metadata.annotations?.[HASH_ANNOTATION], MAX_HASH),
     owner: intern(bounded(metadata.annotations?.[OWNER_ANNOTATION], MAX_OWNER)),
+    createdBy: intern(bounded(metadata.annotations?.[CREATED_ANNOTATION], MAX_OWNER)),
     manager: intern(bounded(newestManager(managedFields), MAX_MANAGER)),
   };
   if (previous?.baseline && previous.uid === uid) entry.baseline = previous.baseline;

@@ -12,13 +12,13 @@ import { isNotFound } from "../kube/errors.ts";
 import { extrasHash, HASH_ANNOTATION } from "../model/drift.ts";
 import { FightBook } from "./fights.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import type { ResourceCaches } from "./resource_caches.ts";
+import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
 import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
-import { failure, type ItemAction, type ItemResult, reasonOf } from "./failures.ts";
+import { failure, type ItemAction, type ItemResult } from "./failures.ts";
 import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField, type SyncTarget } from "./planner.ts";
 import { RetryBook } from "./retry_book.ts";
 import { acceptWritten, remember } from "./verdict.ts";
@@ -43,8 +43,6 @@ export interface ExecutorHooks {
   maxFightDelayMs?: number;
 }
 
-/** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
-const CACHE_WAIT_MS = 30_000;
 const MAX_LEARNT = 100_000;
 
 export class Executor {
@@ -258,19 +256,3 @@ export class Executor {
 }
 
 const scopeOf = (ref: ItemRef) => ({ cfgKey: ref.cfg.key, namespace: ref.namespace });
-
-function cacheProblem(resource: ResourceInfo, e: unknown): string {
-  return e
-    ? `cannot list and watch ${resource.resource}: ${reasonOf(e)}`
-    : `the cache of ${resource.resource} is not filled yet`;
-}
-
-/** Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once. */
-async function ready(cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void> }): Promise<boolean> {
-  const deadline = Date.now() + CACHE_WAIT_MS;
-  while (!cache.hasSynced) {
-    if (cache.lastError || Date.now() > deadline) return false;
-    await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
-  }
-  return true;
-}

@@ -12,7 +12,7 @@ import { ApiError, isRetriable } from "../kube/errors.ts";
 import { UnknownKindError } from "../kube/discovery.ts";
 import { redactValues } from "../model/redact.ts";
 
-export type ItemAction = "create" | "update" | "recreate" | "delete" | "none";
+export type ItemAction = "create" | "update" | "recreate" | "delete" | "prune" | "none";
 
 export type ItemResult =
   /** `retryInMs`: a restore held back because of a fight; the namespace must be synced again after it. */

@@ -33,6 +33,8 @@ export interface LiveParts {
   resourceVersion?: string;
   ownerReferences?: unknown[];
   owner?: string;
+  /** The live creation record (see CREATED_ANNOTATION), which a replace keeps. */
+  createdBy?: string;
 }
 
 export type SyncPlan =
@@ -111,7 +113,12 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
       reason: verdict.reason,
       restore,
       unexplained: verdict.unexplained === true,
-      live: { resourceVersion: observed.resourceVersion, ownerReferences: observed.ownerReferences, owner },
+      live: {
+        resourceVersion: observed.resourceVersion,
+        ownerReferences: observed.ownerReferences,
+        owner,
+        createdBy: observed.createdBy,
+      },
     },
     memo,
   };

@@ -10,6 +10,9 @@
 import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, type ResourceInfo } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
+import { CreatedIndex } from "./created_index.ts";
+import { reasonOf } from "./failures.ts";
+import type { PruneCandidate } from "./prune.ts";
 import {
   type CachedObject,
   decodeManaged,
@@ -46,6 +49,8 @@ export class ResourceCaches {
   readonly #writing = new Map<string, { ours: Set<string>; seen?: string }>();
   /** Objects an item names that someone else deleted or took our label off, until espejo writes them again. */
   readonly #removed = new Set<string>();
+  /** Objects that claim to be created by a SyncConfig: the candidates of pruning, checked when used. */
+  readonly #created = new CreatedIndex();
 
   constructor(
     private readonly client: KubeClient,
@@ -63,7 +68,15 @@ export class ResourceCaches {
         decode: (raw, previous) => {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
-          return decodeManaged(raw, previous, wanted);
+          const entry = decodeManaged(raw, previous, wanted);
+          if (entry.createdBy && entry.createdBy === entry.owner) {
+            this.#created.add(
+              meta?.namespace ?? "",
+              entry.createdBy,
+              `${resourceKey(r)}|${meta?.namespace}/${meta?.name}`,
+            );
+          }
+          return entry;
         },
         onChange: (type, obj, _old, key) => {
           if (!cache.hasSynced) return;
@@ -124,6 +137,50 @@ export class ResourceCaches {
     this.#removed.delete(key); // re-inserted last: the oldest goes first when full (a namespace of 10,000 went)
     if (this.#removed.size >= MAX_REMOVED) this.#removed.delete(this.#removed.values().next().value!);
     this.#removed.add(key);
+  }
+
+  /**
+   * What each SyncConfig created in `namespace` (both markers naming it), checked against the caches now; undefined
+   * while a cache that holds one of them has not finished its first list (nothing may be pruned before).
+   */
+  createdIn(namespace: string): Map<string, PruneCandidate[]> | undefined {
+    const out = new Map<string, PruneCandidate[]>();
+    for (const [cfgKey, entries] of this.#created.in(namespace)) {
+      for (const entry of entries) {
+        const cut = entry.indexOf("|");
+        const running = this.#managed.get(entry.slice(0, cut));
+        const objectKey = entry.slice(cut + 1);
+        if (running && !running.reflector.hasSynced) return undefined;
+        const o = running?.reflector.get(objectKey);
+        if (!running || !o || o.createdBy !== cfgKey || o.owner !== cfgKey) {
+          entries.delete(entry);
+          continue;
+        }
+        const candidates = out.get(cfgKey) ?? [];
+        candidates.push({ resource: running.resource, namespace, name: nameOf(objectKey), uid: o.uid });
+        out.set(cfgKey, candidates);
+      }
+    }
+    return out;
+  }
+
+  /** The SyncConfigs that may have created objects in `namespace` (unchecked: see {@link createdIn}). */
+  creatorsIn(namespace: string): string[] {
+    return this.#created.creatorsIn(namespace);
+  }
+
+  /** The namespaces where `cfgKey` may have created objects (unchecked: see {@link createdIn}). */
+  namespacesCreatedBy(cfgKey: string): string[] {
+    return this.#created.namespacesOf(cfgKey);
+  }
+
+  /** Whether an object of `r` may have been created by a SyncConfig for which `counts` holds. */
+  hasCreated(r: ResourceInfo, counts: (cfgKey: string) => boolean): boolean {
+    return this.#created.hasResource(resourceKey(r), counts);
+  }
+
+  forgetNamespace(namespace: string): void {
+    this.#created.forgetNamespace(namespace);
   }
 
   /** The metadata cache of every object of resource `r`, started if needed. */
@@ -190,3 +247,24 @@ export class ResourceCaches {
 
 /** Removals remembered; a namespace deleted with more objects than this forgets its oldest (no restore follows). */
 const MAX_REMOVED = 10_000;
+
+/** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
+const CACHE_WAIT_MS = 30_000;
+
+export function cacheProblem(resource: ResourceInfo, e: unknown): string {
+  return e
+    ? `cannot list and watch ${resource.resource}: ${reasonOf(e)}`
+    : `the cache of ${resource.resource} is not filled yet`;
+}
+
+/** Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once. */
+export async function ready(
+  cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void> },
+): Promise<boolean> {
+  const deadline = Date.now() + CACHE_WAIT_MS;
+  while (!cache.hasSynced) {
+    if (cache.lastError || Date.now() > deadline) return false;
+    await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
+  }
+  return true;
+}

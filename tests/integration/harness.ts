@@ -23,7 +23,13 @@ export interface RunningController {
 
 export async function startController(
   c: TestCluster,
-  opts: { watchNamespace: string; reconcileIntervalMs?: number; fullCompareIntervalMs?: number; qps?: number },
+  opts: {
+    watchNamespace: string;
+    reconcileIntervalMs?: number;
+    fullCompareIntervalMs?: number;
+    qps?: number;
+    pruneDefault?: boolean;
+  },
 ): Promise<RunningController> {
   const admin = clientFor(c);
   const identity = await createServiceAccount(admin, opts.watchNamespace, "espejo", "espejo-manager");
@@ -45,6 +51,7 @@ export async function startController(
     reconcileIntervalMs: opts.reconcileIntervalMs ?? 600_000,
     fullCompareIntervalMs: opts.fullCompareIntervalMs,
     concurrentSyncs: 4, // as deployed
+    pruneDefault: opts.pruneDefault,
     metrics,
   });
   const stopper = new AbortController();

@@ -30,8 +30,15 @@ Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () 
     kubeApiBurst: 100,
     concurrentSyncs: 4,
     watchNamespace: "",
+    pruneDefault: false, // the Go espejo never deletes what it created
     ignoredArgs: [],
   });
+});
+
+Deno.test("parseConfig: --prune-default takes pflag's boolean spellings", () => {
+  assert.equal(parse(["--prune-default"]).pruneDefault, true);
+  assert.equal(parse(["--prune-default=false"]).pruneDefault, false);
+  assert.equal(parse(["--prune-default=true", "--prune-default=0"]).pruneDefault, false);
 });
 
 Deno.test("parseConfig accepts the arguments of the Go espejo's deployment", () => {

@@ -4,6 +4,7 @@ import {
   compareByValue,
   type Comparison,
   contentHash,
+  CREATED_ANNOTATION,
   extrasOf,
   HASH_ANNOTATION,
   serverOwned,
@@ -214,4 +215,19 @@ Deno.test("serverOwned leaves the input unchanged", () => {
   const copy = structuredClone(o);
   serverOwned(o);
   assert.deepEqual(o, copy);
+});
+
+Deno.test("drift: espejo's creation record is never a difference, and not part of the content hash", () => {
+  const desired: KubeObject = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "a", annotations: { x: "1" } },
+    data: { k: "v" },
+  };
+  const created = structuredClone(desired);
+  created.metadata!.annotations![CREATED_ANNOTATION] = "espejo/cfg";
+  assert.deepEqual(compareByValue(desired, created), { kind: "equal" });
+  assert.equal(contentHash(created), contentHash(desired));
+  const only = { ...structuredClone(desired), metadata: { name: "a", annotations: { [CREATED_ANNOTATION]: "c" } } };
+  assert.deepEqual(compareByValue({ ...desired, metadata: { name: "a" } }, only), { kind: "equal" });
 });

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
+import { CREATED_ANNOTATION } from "../../lib/model/drift.ts";
 import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import { type CachedObject, decodeManaged } from "../../lib/sync/cached_object.ts";
 import { desiredObject } from "../../lib/sync/desired.ts";
@@ -86,17 +87,23 @@ Deno.test("planSyncItem: espejo's own reply is in sync: nothing to do", async ()
   assert.deepEqual(planSyncItem(t, view()).plan, { kind: "none" });
 });
 
-Deno.test("planSyncItem: a tenant's change is an update that restores, keeping the live ownerReferences", async () => {
+Deno.test("planSyncItem: a tenant's change is an update that restores, keeping the live ownerReferences and creation record", async () => {
   const t = await target(afterOwnWrite("2", (o) => {
     (o as { data: unknown }).data = { a: "evil" };
     o.metadata!.ownerReferences = [{ uid: "theirs" }];
+    o.metadata!.annotations = { ...o.metadata!.annotations, [CREATED_ANNOTATION]: "espejo/cfg" };
   }));
   const { plan, memo } = planSyncItem(t, view());
   assert.equal(plan.kind, "update");
   if (plan.kind !== "update") return;
   assert.equal(plan.restore, true);
   assert.match(plan.reason, /\.data\.a differs/);
-  assert.deepEqual(plan.live, { resourceVersion: "2", ownerReferences: [{ uid: "theirs" }], owner: "espejo/cfg" });
+  assert.deepEqual(plan.live, {
+    resourceVersion: "2",
+    ownerReferences: [{ uid: "theirs" }],
+    owner: "espejo/cfg",
+    createdBy: "espejo/cfg",
+  });
   assert.equal(memo?.kind, "outOfSync", "the verdict is returned for the caller to record, not recorded");
   assert.notEqual(t.observed!.json, undefined, "the planner changed nothing in the cache entry");
 });

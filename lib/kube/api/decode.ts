@@ -13,6 +13,10 @@ function isStringMap(v: unknown): v is Record<string, string> {
   return isObject(v) && Object.values(v).every((x) => typeof x === "string");
 }
 
+function isStringList(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === "string");
+}
+
 /**
  * The metadata of an object, its known fields checked, without managedFields (the controller never reads them
  * from a watched object; the caches of synced objects keep their own digest of them). Undefined when a field has
@@ -25,6 +29,7 @@ export function decodeObjectMeta(raw: unknown): ObjectMeta | undefined {
   if (raw.generation !== undefined && !Number.isSafeInteger(raw.generation)) return undefined;
   if (raw.labels !== undefined && !isStringMap(raw.labels)) return undefined;
   if (raw.annotations !== undefined && !isStringMap(raw.annotations)) return undefined;
+  if (raw.finalizers !== undefined && !isStringList(raw.finalizers)) return undefined;
   const { managedFields: _, ...meta } = raw;
   return meta as ObjectMeta; // checked above, field by field
 }

@@ -1,0 +1,86 @@
+/**
+ * Pruning, opted into per SyncConfig (annotation {@link PRUNE_ANNOTATION}, or `--prune-default`): which of the
+ * objects a SyncConfig created in a namespace it no longer wants. Pure; the namespace unit performs the plans with
+ * the applier, and `espejo plan` prints them.
+ *
+ * The guarantees, each a rule below or a check of the caller:
+ * - only objects espejo created for this SyncConfig are candidates: both the owner annotation and the creation
+ *   record (CREATED_ANNOTATION, written only by a create) name it; an adopted object has no creation record;
+ * - an object another SyncConfig's item names is left to that SyncConfig;
+ * - nothing is pruned before the caches that hold the candidates have listed (the caller gets no candidates);
+ * - an Invalid SyncConfig, or one with an item it cannot read, prunes nothing (a typo must not delete objects);
+ * - pruning off (the annotation removed or "false") prunes nothing, from the next decision on.
+ */
+import type { ResourceInfo } from "../kube/discovery.ts";
+import type { ObjectMeta } from "../kube/objects.ts";
+
+export const PRUNE_ANNOTATION = "sync.appuio.ch/prune";
+/** Held on a SyncConfig while pruning is on, so that its deletion is cleaned up even while espejo is not running. */
+export const PRUNE_FINALIZER = "sync.appuio.ch/prune";
+
+/** Whether pruning is on for a SyncConfig with this metadata: its annotation, else the default. */
+export function pruneEnabled(metadata: ObjectMeta | undefined, pruneDefault: boolean): boolean {
+  const value = metadata?.annotations?.[PRUNE_ANNOTATION];
+  return value === "true" || (pruneDefault && value !== "false");
+}
+
+/** An object a SyncConfig created, as the caches (or a list, for `espejo plan`) see it. */
+export interface PruneCandidate {
+  resource: ResourceInfo;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** Where the SyncConfig stands, for pruning. */
+export type PruneScope =
+  /** Gone, pruning off, Invalid, or an item it cannot read: nothing is pruned. */
+  | { kind: "off" }
+  /** Being deleted with pruning on (its finalizer holds it): everything it created goes. */
+  | { kind: "deleting" }
+  /** Valid with pruning on; `selects`: whether it selects the namespace. */
+  | { kind: "active"; selects: boolean };
+
+export type PruneReason = "item removed" | "namespace not selected" | "SyncConfig deleted";
+
+export interface PrunePlan {
+  candidate: PruneCandidate;
+  reason: PruneReason;
+  /** For the log and `espejo plan`. */
+  message: string;
+}
+
+/**
+ * The candidates of `cfgKey` to delete. `namedBy` gives the keys of the valid SyncConfigs that select the
+ * candidate's namespace and have a syncItem naming it (the item index).
+ */
+export function planPrunes(
+  cfgKey: string,
+  scope: PruneScope,
+  candidates: readonly PruneCandidate[],
+  namedBy: (c: PruneCandidate) => string[],
+): PrunePlan[] {
+  if (scope.kind === "off") return [];
+  const plans: PrunePlan[] = [];
+  for (const c of candidates) {
+    const naming = namedBy(c);
+    if (naming.some((k) => k !== cfgKey)) continue; // another SyncConfig's item takes it over
+    const what = `${c.resource.kind} ${c.namespace}/${c.name}`;
+    if (scope.kind === "deleting") {
+      plans.push({ candidate: c, reason: "SyncConfig deleted", message: `${what}: SyncConfig ${cfgKey} was deleted` });
+    } else if (!scope.selects) {
+      plans.push({
+        candidate: c,
+        reason: "namespace not selected",
+        message: `${what}: SyncConfig ${cfgKey} no longer selects namespace ${c.namespace}`,
+      });
+    } else if (!naming.includes(cfgKey)) {
+      plans.push({
+        candidate: c,
+        reason: "item removed",
+        message: `${what}: no syncItem of SyncConfig ${cfgKey} names it any more`,
+      });
+    }
+  }
+  return plans;
+}

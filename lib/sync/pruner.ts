@@ -1,0 +1,74 @@
+/**
+ * Performs prune plans (lib/sync/prune.ts) with the applier's delete, which is conditional on the uid the cache
+ * saw (an object created again meanwhile under the same name is not touched), and gathers what pruning needs: the
+ * created objects of a namespace from the caches, and the caches of every kind a SyncConfig's items name (a
+ * SyncConfig deleted while espejo was stopped: nothing is known about it until those caches have listed).
+ */
+import type { KubeClient } from "../kube/client.ts";
+import type { Discovery } from "../kube/discovery.ts";
+import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import { Applier } from "./applier.ts";
+import { type ItemAction, reasonOf } from "./failures.ts";
+import type { PruneCandidate, PrunePlan } from "./prune.ts";
+import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
+
+export type PruneResult = { state: "deleted" | "absent" } | { state: "failed"; message: string };
+
+export class Pruner {
+  readonly #applier: Applier;
+
+  constructor(
+    client: KubeClient,
+    private readonly discovery: Discovery,
+    private readonly caches: ResourceCaches,
+    onWrite: (action: ItemAction) => void = () => {},
+  ) {
+    // A prune deletes by uid and adopts nothing: no owner check is involved.
+    this.#applier = new Applier(client, () => false, onWrite);
+  }
+
+  /** What each SyncConfig created in `namespace`; undefined while a cache holding one is still listing. */
+  createdIn(namespace: string): Map<string, PruneCandidate[]> | undefined {
+    return this.caches.createdIn(namespace);
+  }
+
+  /** The SyncConfigs that may have created objects in `namespace` (unchecked). */
+  creatorsIn(namespace: string): string[] {
+    return this.caches.creatorsIn(namespace);
+  }
+
+  /** The namespaces where `cfgKey` may have created objects (unchecked). */
+  namespacesCreatedBy(cfgKey: string): string[] {
+    return this.caches.namespacesCreatedBy(cfgKey);
+  }
+
+  async prune(p: PrunePlan): Promise<PruneResult> {
+    const { resource, namespace, name, uid } = p.candidate;
+    try {
+      const done = await this.#applier.delete(resource, namespace, name, uid);
+      // Our own delete: its watch event is not someone else's removal (which a sync would restore).
+      this.caches.managed(resource).forget(`${namespace}/${name}`);
+      return { state: done };
+    } catch (e) {
+      return { state: "failed", message: `${p.message}: could not delete it: ${reasonOf(e)}` };
+    }
+  }
+
+  /**
+   * Starts the caches of every kind `cfg`'s items name and waits for their first lists. Undefined when all are
+   * filled, else why not (a kind unknown or not allowed): then nothing may be concluded about what `cfg` created.
+   */
+  async watchItemKinds(cfg: CompiledSyncConfig): Promise<string | undefined> {
+    for (const item of cfg.syncItems) {
+      if (item.problem) return item.problem;
+      try {
+        const resource = await this.discovery.resolve(item.apiVersion, item.kind);
+        const cache = this.caches.managed(resource);
+        if (!(await ready(cache))) return cacheProblem(resource, cache.lastError);
+      } catch (e) {
+        return reasonOf(e);
+      }
+    }
+    return undefined;
+  }
+}
