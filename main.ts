@@ -13,6 +13,7 @@ import { LeaderElector } from "./lib/kube/leader.ts";
 import { setupLogging } from "./lib/app/logging.ts";
 import { Metrics } from "./lib/metrics/metrics.ts";
 import { VERSION } from "./lib/app/version.ts";
+import { runPlan } from "./lib/app/plan_command.ts";
 
 /** A unit of work that has been running this long (a wedged worker) makes /healthz report unhealthy. */
 const WEDGED_AFTER_MS = 5 * 60_000;
@@ -149,4 +150,8 @@ function podNamespace(): string | undefined {
   }
 }
 
-if (import.meta.main) Deno.exit(await main());
+if (import.meta.main) {
+  // `espejo plan ...` shows what the controller would do (lib/app/plan_command.ts); anything else runs it.
+  if (Deno.args[0] === "plan") Deno.exit(await runPlan(Deno.args.slice(1), Deno.env.toObject()));
+  Deno.exit(await main());
+}

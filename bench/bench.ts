@@ -402,6 +402,41 @@ async function runSize(N: number): Promise<SizeResult> {
       namespaces: total,
     };
 
+    log(`N=${N}: (p) prune: one item removed from a SyncConfig with pruning on`);
+    // (p) pruning turned on for the SyncConfig of (d) (its one write: the finalizer), then one item removed: the
+    // objects espejo created for it go, one delete per namespace, and nothing else is written.
+    await audit.skip();
+    const pruned = async () => sumOf(await ctl.metrics(), "espejo_prunes_total");
+    const prunedBefore = await pruned();
+    const pruneSc = `${SC_API}/bench-c${M}`;
+    await admin.request({
+      method: "PATCH",
+      path: pruneSc,
+      contentType: "application/merge-patch+json",
+      body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
+    });
+    await until("prune finalizer added", async () => {
+      const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: pruneSc });
+      return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
+    });
+    const withOneFewer = benchSyncConfig(M) as { spec: { syncItems: unknown[] } };
+    await admin.request({
+      method: "PATCH",
+      path: pruneSc,
+      contentType: "application/merge-patch+json",
+      body: { spec: { ...withOneFewer.spec, syncItems: withOneFewer.spec.syncItems.slice(1) } },
+    });
+    await until("item pruned everywhere", async () => (await pruned()) >= prunedBefore + total);
+    await quiet(ctl);
+    const pEvents = byIdentity(await audit.read(), identity).filter((ev) => ev.verb !== "get" && ev.verb !== "list");
+    const p = {
+      deletes: pEvents.filter((ev) => ev.verb === "delete" && !aboutSyncConfig(ev)).length,
+      otherObjectWrites: pEvents.filter((ev) => ev.verb !== "delete" && !aboutSyncConfig(ev)).length,
+      finalizerWrites: pEvents.filter((ev) => ev.objectRef?.resource === "syncconfigs" && !ev.objectRef.subresource)
+        .length,
+      namespaces: total,
+    };
+
     // Peak memory of phase 1: the initial convergence and the new SyncConfig's burst.
     const convergencePeak = { anonMiB: ctl.memory.peakAnonKiB / 1024, rssMiB: ctl.memory.peakRssKiB / 1024 };
     // (f) memory once converged, after 30 s at rest: V8 gives memory back to the system only when idle for a while.
@@ -520,6 +555,7 @@ async function runSize(N: number): Promise<SizeResult> {
       },
       d,
       e,
+      p,
       f,
       g,
       h: cgroup

@@ -33,6 +33,8 @@ export interface SizeResult {
     units?: number;
   };
   e: { writes: number; byVerb: Record<string, number>; namespaces: number };
+  /** One item removed from a SyncConfig with pruning on (absent in results from before pruning). */
+  p?: { deletes: number; otherObjectWrites: number; finalizerWrites: number; namespaces: number };
   f: { rssMiB: number; anonMiB: number; fileMiB: number; managedObjects: number };
   g: { byVerb: Record<string, number>; objectWrites?: Record<string, number> };
   /** With `--limits`: the controller ran inside the Go espejo's container limits. */
@@ -144,6 +146,16 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
     "(e) one edited item: writes / namespaces",
     "N",
     (r) => `${r.e.writes} / ${r.e.namespaces} ${mark(r.e.writes === r.e.namespaces)}`,
+  );
+  row(
+    "(p) one item removed, pruning on: deletes / namespaces; other object writes; finalizer writes",
+    "N deletes, 0 other, 1 finalizer",
+    (r) =>
+      r.p === undefined
+        ? "n/a"
+        : `${r.p.deletes} / ${r.p.namespaces}; ${r.p.otherObjectWrites}; ${r.p.finalizerWrites} ${
+          mark(r.p.deletes === r.p.namespaces && r.p.otherObjectWrites === 0 && r.p.finalizerWrites === 1)
+        }`,
   );
   row(
     "(f) resident memory at rest / managed objects cached",

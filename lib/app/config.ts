@@ -74,7 +74,8 @@ export function buildCommand(version: string): Command {
     .description(
       "Copies objects into many namespaces as SyncConfig resources (sync.appuio.ch/v1alpha1) describe.\n" +
         "Environment: WATCH_NAMESPACE limits which SyncConfigs are read to one namespace (empty: all);\n" +
-        "KUBECONFIG is used when --kubeconfig is not given (then the in-cluster service account, then ~/.kube/config).",
+        "KUBECONFIG is used when --kubeconfig is not given (then the in-cluster service account, then ~/.kube/config).\n" +
+        "Subcommand: `espejo plan` shows what espejo would change, and changes nothing (`espejo plan --help`).",
     )
     .version(version, "--version", "print the version and exit")
     .helpOption("-h, --help", "show this help and exit")

@@ -89,6 +89,12 @@ export class Discovery {
 }
 
 /** The collection path of a resource, cluster-wide or in one namespace. */
+/** `r`, if objects of it live in namespaces (only those are synced); else why not. */
+export function namespacedOnly(r: ResourceInfo, apiVersion: string): ResourceInfo {
+  if (r.namespaced) return r;
+  throw new UnknownKindError(`${r.kind} (${apiVersion}) is cluster-scoped; only namespaced objects are synced`);
+}
+
 export function collectionPath(r: ResourceInfo, namespace?: string): string {
   const base = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
   return namespace && r.namespaced ? `${base}/namespaces/${namespace}/${r.resource}` : `${base}/${r.resource}`;

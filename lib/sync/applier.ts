@@ -160,7 +160,7 @@ const pathOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, t.desired
 const collectionOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, "").replace(/\/$/, "");
 
 /** The desired object as espejo creates it: with its creation record, which only a create writes. */
-function created(t: WriteTarget): KubeObject {
+export function created(t: Pick<WriteTarget, "desired" | "cfgKey">): KubeObject {
   const metadata = t.desired.metadata ?? {};
   return {
     ...t.desired,
@@ -168,7 +168,8 @@ function created(t: WriteTarget): KubeObject {
   };
 }
 
-function bodyAt(desired: KubeObject, at: LiveParts): KubeObject {
+/** The desired object as a replace of the live one sends it (see {@link LiveParts}). */
+export function bodyAt(desired: KubeObject, at: LiveParts): KubeObject {
   const metadata = { ...desired.metadata, resourceVersion: at.resourceVersion, ownerReferences: at.ownerReferences };
   // A replace keeps the creation record of an object espejo created (an adopted one has none and gets none).
   if (at.createdBy !== undefined) {
@@ -178,7 +179,7 @@ function bodyAt(desired: KubeObject, at: LiveParts): KubeObject {
 }
 
 /** The live parts of an object just read, and its owner annotation (for the log of a take-over). */
-function liveParts(o: KubeObject): LiveParts {
+export function liveParts(o: KubeObject): LiveParts {
   const refs = o.metadata?.ownerReferences;
   return {
     resourceVersion: o.metadata?.resourceVersion,

@@ -7,7 +7,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import type { Reflector } from "../kube/reflector.ts";
-import { Discovery, objectPath, type ResourceInfo, UnknownKindError } from "../kube/discovery.ts";
+import { Discovery, namespacedOnly, objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { extrasHash, HASH_ANNOTATION } from "../model/drift.ts";
 import { FightBook } from "./fights.ts";
@@ -247,11 +247,7 @@ export class Executor {
   }
 
   async #resolve(apiVersion: string, kind: string): Promise<ResourceInfo> {
-    const r = await this.discovery.resolve(apiVersion, kind);
-    if (!r.namespaced) {
-      throw new UnknownKindError(`${kind} (${apiVersion}) is cluster-scoped; only namespaced objects are synced`);
-    }
-    return r;
+    return namespacedOnly(await this.discovery.resolve(apiVersion, kind), apiVersion);
   }
 }
 

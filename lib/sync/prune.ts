@@ -46,8 +46,10 @@ export type PruneReason = "item removed" | "namespace not selected" | "SyncConfi
 export interface PrunePlan {
   candidate: PruneCandidate;
   reason: PruneReason;
-  /** For the log and `espejo plan`. */
+  /** For the log: the object and why it goes. */
   message: string;
+  /** Why it goes, for `espejo plan` (which names the object itself). */
+  why: string;
 }
 
 /**
@@ -66,21 +68,12 @@ export function planPrunes(
     const naming = namedBy(c);
     if (naming.some((k) => k !== cfgKey)) continue; // another SyncConfig's item takes it over
     const what = `${c.resource.kind} ${c.namespace}/${c.name}`;
-    if (scope.kind === "deleting") {
-      plans.push({ candidate: c, reason: "SyncConfig deleted", message: `${what}: SyncConfig ${cfgKey} was deleted` });
-    } else if (!scope.selects) {
-      plans.push({
-        candidate: c,
-        reason: "namespace not selected",
-        message: `${what}: SyncConfig ${cfgKey} no longer selects namespace ${c.namespace}`,
-      });
-    } else if (!naming.includes(cfgKey)) {
-      plans.push({
-        candidate: c,
-        reason: "item removed",
-        message: `${what}: no syncItem of SyncConfig ${cfgKey} names it any more`,
-      });
-    }
+    const add = (reason: PruneReason, why: string) =>
+      plans.push({ candidate: c, reason, why, message: `${what}: ${why}` });
+    if (scope.kind === "deleting") add("SyncConfig deleted", `SyncConfig ${cfgKey} was deleted`);
+    else if (!scope.selects) {
+      add("namespace not selected", `SyncConfig ${cfgKey} no longer selects namespace ${c.namespace}`);
+    } else if (!naming.includes(cfgKey)) add("item removed", `no syncItem of SyncConfig ${cfgKey} names it any more`);
   }
   return plans;
 }

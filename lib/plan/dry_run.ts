@@ -1,0 +1,61 @@
+/**
+ * `espejo plan --server-dry-run`: each write of the plan is sent with `dryRun=All`, so that admission (webhooks,
+ * ValidatingAdmissionPolicies, quotas) and validation say what they would say, and nothing is stored. An update the
+ * server would make a no-op (the differences were its own defaults) leaves the plan.
+ */
+import type { KubeClient } from "../kube/client.ts";
+import { collectionPath, objectPath } from "../kube/discovery.ts";
+import { isInvalid } from "../kube/errors.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { contentHash, FIELD_MANAGER } from "../model/drift.ts";
+import { bodyAt, created, liveParts } from "../sync/applier.ts";
+import { reasonOf } from "../sync/failures.ts";
+import type { PlanEntry } from "./plan.ts";
+
+const DRY_RUN = { dryRun: "All", fieldManager: FIELD_MANAGER };
+
+/** The entries as the server would take them: failing ones become `fail`, no-op updates are left out. */
+export async function dryRun(
+  client: KubeClient,
+  entries: PlanEntry[],
+  progress: (line: string) => void,
+): Promise<{ entries: PlanEntry[]; noops: number }> {
+  const out: PlanEntry[] = [];
+  let noops = 0;
+  for (const [i, e] of entries.entries()) {
+    if (i && i % 100 === 0) progress(`espejo plan: dry run ${i} of ${entries.length}`);
+    const r = e.resource;
+    if (!r || e.action === "fail") {
+      out.push(e);
+      continue;
+    }
+    try {
+      if (e.action === "create") {
+        const body = created({ desired: e.desired!, cfgKey: e.cfgKey });
+        await client.request({ method: "POST", path: collectionPath(r, e.namespace), body, query: DRY_RUN });
+      } else if (e.action === "update" || e.action === "adopt") {
+        const reply = await client.request<KubeObject>({
+          method: "PUT",
+          path: objectPath(r, e.namespace, e.name),
+          body: bodyAt(e.desired!, liveParts(e.live!)),
+          query: DRY_RUN,
+        });
+        if (e.action === "update" && contentHash(reply) === contentHash(e.live!)) {
+          noops++;
+          continue;
+        }
+      } else {
+        const body = { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: e.uid } };
+        await client.request({ method: "DELETE", path: objectPath(r, e.namespace, e.name), body, query: DRY_RUN });
+      }
+      out.push(e);
+    } catch (err) {
+      if (e.forceRecreate && isInvalid(err) && (e.action === "update" || e.action === "adopt")) {
+        out.push({ ...e, action: "recreate", reason: `update rejected (${reasonOf(err)}); forceRecreate is set` });
+      } else {
+        out.push({ ...e, action: "fail", reason: `the API server would reject the ${e.action}: ${reasonOf(err)}` });
+      }
+    }
+  }
+  return { entries: out, noops };
+}

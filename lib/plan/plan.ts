@@ -1,0 +1,268 @@
+/**
+ * What the controller would do now, from a {@link Snapshot}: the same compiler, selection, desired objects, planner
+ * and prune rules as the controller (lib/sync/planner.ts, lib/sync/prune.ts), only nothing is performed. Like a
+ * freshly started controller it knows no fights and no backoffs; what the server adds to an item it learns from the
+ * first namespace that shows it, as the controller learns it from its first write.
+ */
+import type { ResourceInfo } from "../kube/discovery.ts";
+import { namespacedOnly } from "../kube/discovery.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { extrasHash } from "../model/drift.ts";
+import { type FieldChange, fieldDiff } from "../model/field_diff.ts";
+import { type CompiledSyncConfig, compileSyncConfig, keyOf } from "../model/syncconfig.ts";
+import { renderTemplate } from "../model/template.ts";
+import { decodeManaged, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../sync/cached_object.ts";
+import { desiredObject } from "../sync/desired.ts";
+import { failure, OwnedByOther } from "../sync/failures.ts";
+import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField } from "../sync/planner.ts";
+import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
+import { Registry } from "../controller/registry.ts";
+import type { NamespaceInfo } from "../controller/watches.ts";
+import { kindKey, resourceKey, type Snapshot } from "./snapshot.ts";
+import { CREATED_ANNOTATION } from "../model/drift.ts";
+
+export type PlannedAction = "create" | "adopt" | "update" | "recreate" | "delete" | "prune" | "fail";
+
+export interface PlanEntry {
+  action: PlannedAction;
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  /** Why: the drift found, the prune trigger, or the failure. */
+  reason?: string;
+  /** Fields a write would change (Secret values never shown). */
+  changes?: FieldChange[];
+  /** Only fields the item does not set differ: a no-op on the server if they are its defaults. */
+  unexplained?: boolean;
+  /** A failure only a change of the SyncConfig, the namespace or the object can fix. */
+  terminal?: boolean;
+  /** For `--server-dry-run`: the resource, and what a write is sent against. */
+  resource?: ResourceInfo;
+  desired?: KubeObject;
+  live?: KubeObject;
+  uid?: string;
+  cfgKey: string;
+  forceRecreate?: boolean;
+}
+
+export interface ConfigPlan {
+  syncConfig: string;
+  generation: number;
+  source: string;
+  invalid?: string;
+  pruning: boolean;
+  deleting: boolean;
+  /** Namespaces it selects. */
+  selected: number;
+  entries: PlanEntry[];
+}
+
+export interface PlanResult {
+  configs: ConfigPlan[];
+  /** Items in sync (no action). */
+  unchanged: number;
+}
+
+export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): Promise<PlanResult> {
+  const registry = new Registry<NamespaceInfo>();
+  for (const { syncConfig } of snapshot.syncConfigs) {
+    // One being deleted syncs nothing (as in the controller): it only prunes.
+    if (!syncConfig.metadata?.deletionTimestamp) registry.compile(keyOf(syncConfig), syncConfig);
+  }
+  const namespaces = snapshot.namespaces.filter((n) => n.phase === "Active").sort((a, b) =>
+    a.name.localeCompare(b.name)
+  );
+  const serverAdds = new Map<string, string>();
+  const byName = new Map(snapshot.namespaces.map((n) => [n.name, n]));
+  const view: PlanView = {
+    claims: (owner, r, ns, name) => registry.itemOwners(r, byName.get(ns), name).includes(owner),
+    serverAdds: (itemKey) => serverAdds.get(itemKey),
+    fightWaitMs: () => 0,
+    removedByOther: () => false,
+    backedOff: () => undefined,
+  };
+  const result: PlanResult = { configs: [], unchanged: 0 };
+  for (const { syncConfig, source } of snapshot.syncConfigs) {
+    const key = keyOf(syncConfig);
+    const deleting = syncConfig.metadata?.deletionTimestamp !== undefined;
+    const pruning = pruneEnabled(syncConfig.metadata, pruneDefault);
+    const compiled = deleting ? undefined : registry.get(key)?.result;
+    const plan: ConfigPlan = {
+      syncConfig: key,
+      generation: syncConfig.metadata?.generation ?? 0,
+      source,
+      pruning,
+      deleting,
+      selected: 0,
+      entries: [],
+    };
+    result.configs.push(plan);
+    if (compiled && !compiled.ok) {
+      plan.invalid = compiled.message;
+      continue;
+    }
+    const cfg = compiled?.config;
+    for (const ns of namespaces) {
+      if (!cfg || !registry.selecting(ns).includes(key)) continue;
+      plan.selected++;
+      for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item));
+      for (const item of cfg.syncItems) {
+        const entry = await planItem(snapshot, cfg, ns.name, item, view, serverAdds);
+        if (entry) plan.entries.push(entry);
+        else result.unchanged++;
+      }
+    }
+    if (pruning) {
+      const readable = deleting ? compileSyncConfig(syncConfig) : compiled;
+      const ok = readable?.ok === true && !readable.config.syncItems.some((i) => i.problem);
+      plan.entries.push(
+        ...planPrunesOf(snapshot, registry, key, ok ? (deleting ? "deleting" : "active") : "off", namespaces),
+      );
+    }
+  }
+  return result;
+}
+
+function resourceOf(snapshot: Snapshot, apiVersion: string, kind: string): ResourceInfo {
+  const r = snapshot.resources.get(kindKey(apiVersion, kind));
+  if (!r) throw new Error(`${kind} (${apiVersion}) was not looked up`);
+  if (r instanceof Error) throw r;
+  return namespacedOnly(r, apiVersion);
+}
+
+function objectOf(snapshot: Snapshot, r: ResourceInfo, namespace: string, name: string): KubeObject | undefined {
+  return snapshot.objects.get(resourceKey(r))?.get(`${namespace}/${name}`);
+}
+
+function planDelete(
+  snapshot: Snapshot,
+  cfg: CompiledSyncConfig,
+  namespace: string,
+  item: CompiledSyncConfig["deleteItems"][number],
+): PlanEntry[] {
+  const name = renderTemplate(item.name, namespace);
+  const base = { apiVersion: item.apiVersion, kind: item.kind, namespace, name, cfgKey: cfg.key };
+  if (item.problem) {
+    return [{ ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true }];
+  }
+  let resource: ResourceInfo;
+  try {
+    resource = resourceOf(snapshot, item.apiVersion, item.kind);
+  } catch (e) {
+    const f = failure(
+      `SyncConfig ${cfg.key}: .spec.deleteItems[${item.index}] (${item.kind} ${name}) in namespace ${namespace}`,
+    )(e);
+    return f.state === "failed" ? [{ ...base, action: "fail", reason: f.message, terminal: f.terminal }] : [];
+  }
+  const live = objectOf(snapshot, resource, namespace, name);
+  const plan = planDeleteItem({ cfg, namespace, item, existing: live && { uid: live.metadata?.uid ?? "" } }, {
+    backedOff: () => undefined,
+  });
+  if (plan.kind !== "delete") return [];
+  return [{ ...base, action: "delete", reason: `.spec.deleteItems[${item.index}]`, resource, uid: plan.uid }];
+}
+
+async function planItem(
+  snapshot: Snapshot,
+  cfg: CompiledSyncConfig,
+  namespace: string,
+  item: CompiledSyncConfig["syncItems"][number],
+  view: PlanView,
+  serverAdds: Map<string, string>,
+): Promise<PlanEntry | undefined> {
+  const name = renderTemplate(item.name, namespace);
+  const base = {
+    apiVersion: item.apiVersion,
+    kind: item.kind,
+    namespace,
+    name,
+    cfgKey: cfg.key,
+    forceRecreate: cfg.forceRecreate,
+  };
+  if (item.problem) {
+    return { ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true };
+  }
+  const fail = failure(`SyncConfig ${cfg.key}: ${syncItemField(item, name)} in namespace ${namespace}`);
+  let resource: ResourceInfo;
+  try {
+    resource = resourceOf(snapshot, item.apiVersion, item.kind);
+  } catch (e) {
+    const f = fail(e);
+    return f.state === "failed" ? { ...base, action: "fail", reason: f.message, terminal: f.terminal } : undefined;
+  }
+  const { object: desired, hash } = await desiredObject(cfg, item, namespace);
+  const live = objectOf(snapshot, resource, namespace, name);
+  const labelled = live?.metadata?.labels?.[MANAGED_LABEL] === MANAGED_LABEL_VALUE;
+  const observed = live && labelled ? decodeManaged(live, undefined, true) : undefined;
+  const target = { cfg, namespace, item, resource, desired, hash, observed };
+  const { plan } = planSyncItem(target, view);
+  const entry = { ...base, resource, desired, live };
+  switch (plan.kind) {
+    case "none":
+    case "hold":
+    case "backoff":
+      return undefined;
+    case "fail":
+      return { ...entry, action: "fail", reason: plan.result.message, terminal: plan.result.terminal };
+    case "create": {
+      if (!live) return { ...entry, action: "create" };
+      // It exists without espejo's label: the controller adopts it, unless another SyncConfig's item holds it.
+      const owner = live.metadata?.annotations?.[OWNER_ANNOTATION];
+      if (owner && owner !== cfg.key && view.claims(owner, resource, namespace, name)) {
+        const f = fail(new OwnedByOther(owner));
+        return { ...entry, action: "fail", reason: f.state === "failed" ? f.message : "", terminal: true };
+      }
+      const changes = fieldDiff(desired, live);
+      return { ...entry, action: "adopt", reason: "it exists without espejo's label", changes };
+    }
+    case "update": {
+      if (plan.unexplained) serverAdds.set(keysOf(target).itemKey, extrasHash(desired, live!));
+      const changes = fieldDiff(desired, live!);
+      return { ...entry, action: "update", reason: plan.reason, changes, unexplained: plan.unexplained || undefined };
+    }
+  }
+}
+
+function planPrunesOf(
+  snapshot: Snapshot,
+  registry: Registry<NamespaceInfo>,
+  key: string,
+  stand: PruneScope["kind"],
+  namespaces: NamespaceInfo[],
+): PlanEntry[] {
+  const out: PlanEntry[] = [];
+  const resources = [...snapshot.resources.values()].filter((r): r is ResourceInfo => !(r instanceof Error));
+  for (const ns of namespaces) {
+    const scope: PruneScope = stand === "active"
+      ? { kind: "active", selects: registry.selecting(ns).includes(key) }
+      : { kind: stand };
+    const candidates: PruneCandidate[] = [];
+    for (const r of new Map(resources.map((r) => [resourceKey(r), r])).values()) {
+      for (const [objectKey, o] of snapshot.objects.get(resourceKey(r)) ?? []) {
+        const a = o.metadata?.annotations;
+        if (!objectKey.startsWith(`${ns.name}/`) || o.metadata?.labels?.[MANAGED_LABEL] !== MANAGED_LABEL_VALUE) {
+          continue;
+        }
+        if (a?.[OWNER_ANNOTATION] !== key || a?.[CREATED_ANNOTATION] !== key) continue;
+        candidates.push({ resource: r, namespace: ns.name, name: o.metadata?.name ?? "", uid: o.metadata?.uid ?? "" });
+      }
+    }
+    for (const p of planPrunes(key, scope, candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
+      const { resource, namespace, name, uid } = p.candidate;
+      const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
+      out.push({
+        action: "prune",
+        apiVersion,
+        kind: resource.kind,
+        namespace,
+        name,
+        reason: p.why,
+        resource,
+        uid,
+        cfgKey: key,
+      });
+    }
+  }
+  return out;
+}

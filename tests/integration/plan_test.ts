@@ -1,0 +1,299 @@
+/**
+ * `espejo plan` as a process (the shipped permission set), against the real API server: what it lists is what the
+ * controller then does, it writes nothing, its exit codes, `--server-dry-run` against a real admission policy, and
+ * prunes.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
+import { repoRoot } from "../../testenv/build.ts";
+import { createServiceAccount, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { espejoPermissions } from "../../testenv/permissions.ts";
+import { auditEvents, clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { auditNow, createNamespace, getObject, requestsBy, startController, statusOf } from "./harness.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const cm = (name: string, data: Record<string, string> = { v: name }) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name },
+  data,
+});
+const syncConfig = (namespace: string, name: string, spec: unknown, annotations?: Record<string, string>) => ({
+  apiVersion: "sync.appuio.ch/v1alpha1",
+  kind: "SyncConfig",
+  metadata: { name, namespace, annotations },
+  spec,
+});
+
+interface PlanRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+interface PlanJson {
+  syncConfigs: {
+    syncConfig: string;
+    invalid?: string;
+    actions: { action: string; namespace: string; kind: string; name: string; reason?: string }[];
+  }[];
+  summary: Record<string, number>;
+  controller: { identity: string; missingRights: unknown[] };
+}
+
+/** A ServiceAccount bound to cluster-admin for the plan, so that its requests are told apart in the audit log. */
+async function planner(
+  c: TestCluster,
+  admin: HttpKubeClient,
+  cfgNs: string,
+): Promise<{ kubeconfig: string; username: string }> {
+  const identity = await createServiceAccount(admin, cfgNs, "planner", "cluster-admin");
+  const kubeconfig = await Deno.makeTempFile({ suffix: ".yaml" });
+  await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, identity));
+  return { kubeconfig, username: identity.username };
+}
+
+async function plan(kubeconfig: string, cfgNs: string, args: string[], files: unknown[][] = []): Promise<PlanRun> {
+  const fileArgs: string[] = [];
+  for (const docs of files) {
+    const f = await Deno.makeTempFile({ suffix: ".json" });
+    await Deno.writeTextFile(f, docs.map((d) => JSON.stringify(d)).join("\n---\n"));
+    fileArgs.push("-f", f);
+  }
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...espejoPermissions(),
+      join(repoRoot, "main.ts"),
+      "plan",
+      "--kubeconfig",
+      kubeconfig,
+      ...fileArgs,
+      ...args,
+    ],
+    env: { WATCH_NAMESPACE: cfgNs },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+const key = (a: { namespace?: string; kind?: string; resource?: string }) => `${a.namespace} ${a.kind ?? a.resource}`;
+
+Deno.test("espejo plan lists exactly the creates the controller then performs, and writes nothing", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const prefix = uniqueName("plan");
+  const namespaces = [`${prefix}-a`, `${prefix}-b`, `${prefix}-c`];
+  for (const ns of namespaces) await createNamespace(admin, ns);
+  // Exists before: adopted (an update), not created. And one object a deleteItem removes.
+  await admin.request({ method: "POST", path: `/api/v1/namespaces/${prefix}-a/configmaps`, body: cm("shared") });
+  await admin.request({ method: "POST", path: `/api/v1/namespaces/${prefix}-b/configmaps`, body: cm("old") });
+  const { kubeconfig, username } = await planner(c, admin, cfgNs);
+  const sc = syncConfig(cfgNs, "p", {
+    namespaceSelector: { matchNames: [`${prefix}-.*`] },
+    syncItems: [cm("shared"), cm("own-${PROJECT_NAME}")],
+    deleteItems: [{ apiVersion: "v1", kind: "ConfigMap", name: "old" }],
+  });
+  const since = auditNow();
+  const run = await plan(kubeconfig, cfgNs, ["--output", "json"], [[sc]]);
+  assert.equal(run.code, 2, run.stderr);
+  const report = JSON.parse(run.stdout) as PlanJson;
+  const actions = report.syncConfigs.find((s) => s.syncConfig === `${cfgNs}/p`)!.actions;
+  const creates = actions.filter((a) => a.action === "create");
+  assert.equal(creates.length, 5); // own-* in 3 namespaces, shared in 2
+  assert.deepEqual(actions.filter((a) => a.action === "adopt").map((a) => `${a.namespace}/${a.name}`), [
+    `${prefix}-a/shared`,
+  ]);
+  assert.deepEqual(actions.filter((a) => a.action === "delete").map((a) => `${a.namespace}/${a.name}`), [
+    `${prefix}-b/old`,
+  ]);
+  // Reads only: lists and gets, and the (unstored) reviews of the controller's rights.
+  const byPlan = (await auditEvents(c)).filter((e) =>
+    e.user.username === username && e.requestReceivedTimestamp >= since
+  );
+  assert.ok(byPlan.length > 0);
+  const writes = byPlan.filter((e) =>
+    !["get", "list"].includes(e.verb) && e.objectRef?.resource !== "subjectaccessreviews"
+  );
+  assert.deepEqual(writes.map((e) => `${e.verb} ${e.requestURI}`), []);
+
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    const started = auditNow();
+    await admin.request({
+      method: "POST",
+      path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs`,
+      body: sc,
+    });
+    await eventually(
+      async () => (await statusOf(admin, cfgNs, "p")).synchronizedItemCount === 6,
+      20_000,
+      "6 items synced",
+    );
+    const created = (await requestsBy(c, ctl.identity, started))
+      .filter((e) => e.verb === "create" && e.responseStatus?.code === 201 && e.objectRef?.resource === "configmaps");
+    assert.deepEqual(
+      created.map((e) => key(e.objectRef!)).sort(),
+      creates.map((a) => `${a.namespace} configmaps`).sort(),
+    );
+    for (const a of creates) {
+      const o = await getObject(admin, `/api/v1/namespaces/${a.namespace}/configmaps/${a.name}`);
+      assert.equal(o?.metadata?.annotations?.["sync.appuio.ch/created-by"], `${cfgNs}/p`, `${a.namespace}/${a.name}`);
+    }
+    // Nothing left to do: exit code 0.
+    const again = await plan(kubeconfig, cfgNs, ["--output", "json"]);
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    const summary = (JSON.parse(again.stdout) as PlanJson).summary;
+    assert.equal(summary.unchanged, 6);
+    assert.equal(summary.create + summary.update + summary.adopt + summary.delete, 0);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test(
+  "espejo plan: exit 1 on an Invalid SyncConfig; --server-dry-run reports an admission rejection",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("plan-vap");
+    await createNamespace(admin, ns, { "espejo-test/vap": ns });
+    const policy = uniqueName("no-forbidden");
+    await admin.request({
+      method: "POST",
+      path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+      body: {
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingAdmissionPolicy",
+        metadata: { name: policy },
+        spec: {
+          failurePolicy: "Fail",
+          matchConstraints: {
+            resourceRules: [{
+              apiGroups: [""],
+              apiVersions: ["v1"],
+              operations: ["CREATE", "UPDATE"],
+              resources: ["configmaps"],
+            }],
+          },
+          validations: [{
+            expression: "!has(object.data) || !('forbidden' in object.data)",
+            message: "no forbidden key",
+          }],
+        },
+      },
+    });
+    await admin.request({
+      method: "POST",
+      path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+      body: {
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingAdmissionPolicyBinding",
+        metadata: { name: policy },
+        spec: {
+          policyName: policy,
+          validationActions: ["Deny"],
+          matchResources: { namespaceSelector: { matchLabels: { "espejo-test/vap": ns } } },
+        },
+      },
+    });
+    // The policy takes effect once the API server has loaded it.
+    await eventually(
+      async () => {
+        try {
+          await admin.request({
+            method: "POST",
+            path: `/api/v1/namespaces/${ns}/configmaps`,
+            query: { dryRun: "All" },
+            body: cm("probe", { forbidden: "x" }),
+          });
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      30_000,
+      "the admission policy to reject a ConfigMap",
+    );
+    const { kubeconfig } = await planner(c, admin, cfgNs);
+    try {
+      const sc = syncConfig(cfgNs, "p", {
+        namespaceSelector: { matchNames: [ns] },
+        syncItems: [cm("x", { forbidden: "1" })],
+      });
+      const plain = await plan(kubeconfig, cfgNs, ["--output", "json"], [[sc]]);
+      assert.equal(plain.code, 2, plain.stderr);
+      const dry = await plan(kubeconfig, cfgNs, ["--output", "json", "--server-dry-run"], [[sc]]);
+      assert.equal(dry.code, 1, dry.stderr);
+      const [action] = (JSON.parse(dry.stdout) as PlanJson).syncConfigs[0].actions;
+      assert.equal(action.action, "fail");
+      assert.match(action.reason ?? "", /would reject the create: .*no forbidden key/);
+
+      const invalid = syncConfig(cfgNs, "bad", { namespaceSelector: { matchNames: ["("] }, syncItems: [cm("x")] });
+      const text = await plan(kubeconfig, cfgNs, [], [[invalid]]);
+      assert.equal(text.code, 1);
+      assert.match(text.stdout, new RegExp(`SyncConfig ${cfgNs}/bad .*: Invalid: .*matchNames`));
+      const notYaml = await plan(kubeconfig, cfgNs, [], [[{ kind: "ConfigMap" }]]);
+      assert.equal(notYaml.code, 1);
+      assert.match(notYaml.stderr, /document 1 is not a SyncConfig/);
+    } finally {
+      await admin.request({
+        method: "DELETE",
+        path: `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${policy}`,
+      });
+      await admin.request({
+        method: "DELETE",
+        path: `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${policy}`,
+      });
+      admin.close();
+    }
+  },
+);
+
+Deno.test("espejo plan shows what an edit of a pruning SyncConfig would prune", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const namespaces = [uniqueName("plan-pa"), uniqueName("plan-pb")];
+  for (const ns of namespaces) await createNamespace(admin, ns);
+  const pruning = { "sync.appuio.ch/prune": "true" };
+  const selector = { matchNames: namespaces };
+  const sc = syncConfig(cfgNs, "p", { namespaceSelector: selector, syncItems: [cm("keep"), cm("drop")] }, pruning);
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await admin.request({
+      method: "POST",
+      path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs`,
+      body: sc,
+    });
+    await eventually(
+      async () => (await statusOf(admin, cfgNs, "p")).synchronizedItemCount === 4,
+      20_000,
+      "4 items synced",
+    );
+  } finally {
+    await ctl.stop();
+  }
+  const { kubeconfig } = await planner(c, admin, cfgNs);
+  const edited = syncConfig(cfgNs, "p", { namespaceSelector: selector, syncItems: [cm("keep")] }, pruning);
+  const run = await plan(kubeconfig, cfgNs, ["--output", "json"], [[edited]]);
+  assert.equal(run.code, 2, run.stderr);
+  const actions = (JSON.parse(run.stdout) as PlanJson).syncConfigs[0].actions;
+  assert.deepEqual(
+    actions.map((a) => `${a.action} ${a.namespace}/${a.name}`).sort(),
+    namespaces.map((ns) => `prune ${ns}/drop`).sort(),
+  );
+  const text = await plan(kubeconfig, cfgNs, [], [[edited]]);
+  assert.match(text.stdout, /- prune {4}ConfigMap drop: .*no syncItem of SyncConfig .* names it any more/);
+  assert.match(
+    text.stdout,
+    /Plan: 0 to create, 0 to adopt, 0 to update, 0 to recreate, 0 to delete, 2 to prune, 0 failing; 2 unchanged\./,
+  );
+  admin.close();
+});
