@@ -419,12 +419,12 @@ async function runSize(N: number): Promise<SizeResult> {
       const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: pruneSc });
       return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
     });
-    const withOneFewer = benchSyncConfig(M) as { spec: { syncItems: unknown[] } };
+    const fullSpec = benchSyncConfig(M) as { spec: { syncItems: unknown[] } };
     await admin.request({
       method: "PATCH",
       path: pruneSc,
       contentType: "application/merge-patch+json",
-      body: { spec: { ...withOneFewer.spec, syncItems: withOneFewer.spec.syncItems.slice(1) } },
+      body: { spec: { ...fullSpec.spec, syncItems: fullSpec.spec.syncItems.slice(1) } },
     });
     await until("item pruned everywhere", async () => (await pruned()) >= prunedBefore + total);
     await quiet(ctl);
@@ -436,6 +436,16 @@ async function runSize(N: number): Promise<SizeResult> {
         .length,
       namespaces: total,
     };
+    // The item back, so that the later phases measure the same workload as before (pruning stays on: the steady
+    // passes of phase 2 measure it).
+    await admin.request({
+      method: "PATCH",
+      path: pruneSc,
+      contentType: "application/merge-patch+json",
+      body: { spec: fullSpec.spec },
+    });
+    await until("removed item restored", async () => (await statusSynced(admin, `bench-c${M}`)) === total * K);
+    await quiet(ctl);
 
     // Peak memory of phase 1: the initial convergence and the new SyncConfig's burst.
     const convergencePeak = { anonMiB: ctl.memory.peakAnonKiB / 1024, rssMiB: ctl.memory.peakRssKiB / 1024 };

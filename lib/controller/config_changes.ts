@@ -9,7 +9,7 @@ import { setImmediate } from "node:timers";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { type CompiledSyncConfig, refOf, type SyncConfig } from "../model/syncconfig.ts";
+import { type CompiledSyncConfig, keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
@@ -59,8 +59,8 @@ export class ConfigChanges {
     const sc = this.d.syncConfigs.get(key);
     // One being deleted (held by the prune finalizer) syncs nothing any more; pruning cleans up after it.
     const deleting = sc?.metadata?.deletionTimestamp !== undefined;
+    this.d.pruning.observe(key, sc);
     if (!sc || deleting) {
-      this.d.pruning.deleting(key, sc);
       if (!registry.delete(key)) return;
       this.#specChanged();
       ledger.drop(key);
@@ -70,11 +70,10 @@ export class ConfigChanges {
       for (const state of ["synchronized", "deleted", "failed"]) {
         this.d.metrics.items.remove({ syncconfig: key, state });
       }
+      this.d.metrics.invalid.remove({ syncconfig: key });
+      const pruning = this.d.pruning.enabled(key);
       if (!sc) log.info("SyncConfig {syncConfig} deleted", { syncConfig: key });
-      else {log.info("SyncConfig {syncConfig} is being deleted", {
-          syncConfig: key,
-          pruning: this.d.pruning.enabled(key),
-        });}
+      else log.info("SyncConfig {syncConfig} is being deleted", { syncConfig: key, pruning });
       return;
     }
     const { entry, changed } = registry.compile(key, sc);
@@ -102,8 +101,12 @@ export class ConfigChanges {
    */
   fresh(): Registry<NamespaceInfo> {
     const { registry } = this.d;
-    for (const key of registry.keys()) {
+    // Also the SyncConfigs not compiled yet (a namespace event right after the start): pruning must know every
+    // SyncConfig's items before it concludes that none names an object.
+    const keys = new Set([...registry.keys(), ...[...this.d.syncConfigs.values()].map(keyOf)]);
+    for (const key of keys) {
       const sc = this.d.syncConfigs.get(key);
+      if (sc?.metadata?.deletionTimestamp && !registry.get(key)) continue; // being deleted: syncs nothing
       if (!registry.isCurrent(key, sc)) {
         this.changed(key);
         if (sc) this.d.enqueue({ kind: "syncConfig", key }, "syncconfig");

@@ -54,6 +54,10 @@ export class Controller {
   readonly #pass = new PassTracker((wall, cpu) => {
     this.opts.metrics.passDuration.observe(wall);
     this.opts.metrics.passCpu.observe(cpu);
+    // A pass over caches whose watches fail decides on stale state: it does not count as done (the stall alert).
+    if (this.namespaces.lastError === undefined && this.syncConfigs.lastError === undefined) {
+      this.opts.metrics.lastFullPass.set(Date.now() / 1000);
+    }
   });
   /** Made when the controller runs (they start watches). */
   #caches?: ResourceCaches;
@@ -137,6 +141,8 @@ export class Controller {
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
   async run(signal: AbortSignal): Promise<void> {
     const client = this.opts.client;
+    this.opts.metrics.lastFullPass.set(Date.now() / 1000);
+    this.opts.metrics.reconcileInterval.set(this.opts.reconcileIntervalMs / 1000);
     this.#caches = new ResourceCaches(client, signal, {
       onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
       // Anyone can label their objects: only those an item names may cost more than their identity.
@@ -190,6 +196,7 @@ export class Controller {
       this.#inFlight.add(unit);
       try {
         if (item.kind === "syncConfig") await this.#configs.process(item.key);
+        else if (item.kind === "pruning") await this.#pruning.settle(item.key);
         else await this.#units.run(item.name, trigger);
       } catch (e) {
         // A bug or an unexpected reply must not stop the worker: log it and retry the key later.

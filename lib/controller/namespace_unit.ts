@@ -71,6 +71,7 @@ export class NamespaceUnit {
       );
       // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
       // same generation is created under its new name first).
+      this.d.configs.fresh(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
       const pruned = await this.d.pruning.pruneNamespace(name);
       retry ||= pruned.retry;
       wrote ||= pruned.wrote;

@@ -43,10 +43,15 @@ export interface NamespacePruned {
 }
 
 const OFF: PruneScope = { kind: "off" };
+/** Between two looks at a deleted SyncConfig whose objects are not all gone yet (doubling, at most 5 minutes). */
+const RELOOK_MS = 5_000;
+const MAX_RELOOK_MS = 300_000;
 
 export class Pruning {
-  /** SyncConfigs being deleted (deletionTimestamp set), compiled once: what they created is pruned. */
-  readonly #deleting = new Map<string, CompileResult>();
+  /** SyncConfigs being deleted (deletionTimestamp set), by key, with their uid, compiled once. */
+  readonly #deleting = new Map<string, { uid: string; result: CompileResult }>();
+  /** Settles that failed or must look again, by key: how many in a row (for the backoff). */
+  readonly #attempts = new Map<string, number>();
 
   constructor(private readonly d: PruningDeps) {}
 
@@ -56,16 +61,20 @@ export class Pruning {
     return !!sc && pruneEnabled(sc.metadata, this.d.pruneDefault);
   }
 
-  /** The SyncConfig under `key` is being deleted (or is gone: `sc` undefined). */
-  deleting(key: string, sc: SyncConfig | undefined): void {
-    if (!sc) this.#deleting.delete(key);
-    else if (!this.#deleting.has(key)) this.#deleting.set(key, compileSyncConfig(sc));
+  /** The SyncConfig under `key` as the cache has it now (undefined: gone), after a change of it. */
+  observe(key: string, sc: SyncConfig | undefined): void {
+    const uid = sc?.metadata?.uid ?? "";
+    if (!sc?.metadata?.deletionTimestamp) this.#deleting.delete(key); // gone, or created again under the same key
+    else if (this.#deleting.get(key)?.uid !== uid) this.#deleting.set(key, { uid, result: compileSyncConfig(sc) });
   }
 
   scope(key: string, ns: NamespaceInfo | undefined): PruneScope {
-    if (!this.enabled(key)) return OFF;
+    const sc = this.d.syncConfigs.get(key);
+    if (!sc || !this.enabled(key)) return OFF;
     const deleting = this.#deleting.get(key);
-    const result = deleting ?? this.d.registry.get(key)?.result;
+    // Being deleted but not seen so yet (or a new one under the key): nothing until the change is processed.
+    if (!!sc.metadata?.deletionTimestamp !== !!deleting || (deleting && deleting.uid !== sc.metadata?.uid)) return OFF;
+    const result = deleting?.result ?? this.d.registry.get(key)?.result;
     // Invalid, or an item it cannot read: a typo must not delete objects.
     if (!result?.ok || result.config.syncItems.some((i) => i.problem)) return OFF;
     if (deleting) return { kind: "deleting" };
@@ -78,18 +87,26 @@ export class Pruning {
     return this.d.pruner()?.creatorsIn(namespace).some((k) => this.enabled(k)) ?? false;
   }
 
-  /** The prune step of a namespace unit: every SyncConfig that created objects there, by its scope. */
+  /**
+   * The prune step of a namespace unit: every SyncConfig that created objects there, by its scope. The caller has
+   * brought the compiled SyncConfigs up to date with the cache (every claim of another SyncConfig is known).
+   */
   async pruneNamespace(namespace: string): Promise<NamespacePruned> {
     const out: NamespacePruned = { wrote: false, retry: false };
     const pruner = this.d.pruner();
     const ns = this.d.namespaces.get(namespace);
     if (!pruner || !ns || ns.phase !== "Active") return out;
-    const created = pruner.createdIn(namespace);
-    if (!created) return { ...out, retryInMs: 1_000 }; // a cache is still listing: nothing is concluded yet
+    const { created, listing } = pruner.createdIn(namespace);
+    if (listing) out.retryInMs = 5_000; // a cache is still listing: its SyncConfigs wait, the others go on
     for (const [cfgKey, candidates] of created) {
       const scope = this.scope(cfgKey, ns);
+      if (scope.kind === "off") continue;
+      // Every kind the items name must be known: an item whose kind is mistyped names nothing, and its objects
+      // must not look unnamed. (A deleted SyncConfig's unknown kinds have no objects left to prune.)
+      const config = this.#config(cfgKey);
+      const problem = config && await pruner.watchItemKinds(config, scope.kind === "deleting");
+      if (!config || problem) continue;
       const plans = planPrunes(cfgKey, scope, candidates, (c) => this.d.registry.itemOwners(c.resource, ns, c.name));
-      let left = candidates.length;
       for (const p of plans) {
         const r = await pruner.prune(p);
         if (r.state === "failed") {
@@ -97,66 +114,82 @@ export class Pruning {
           out.retry = true;
           continue;
         }
-        left--;
         if (r.state === "absent") continue;
         out.wrote = true;
         this.d.metrics.prunes.inc({ syncconfig: cfgKey, reason: p.reason });
         this.d.recordChange(cfgKey, "prune", namespace);
         log.info("Pruned {message}", { syncConfig: cfgKey, namespace, reason: p.reason, message: p.message });
       }
-      // The last namespace of a deleted SyncConfig: its finalizer can go.
-      if (scope.kind === "deleting" && left === 0) this.d.enqueue({ kind: "syncConfig", key: cfgKey }, "syncconfig");
+      // A deleted SyncConfig is released once nothing of it is left anywhere: look again now.
+      if (scope.kind === "deleting") this.d.enqueue({ kind: "pruning", key: cfgKey }, "syncconfig");
     }
     return out;
   }
 
+  #config(key: string) {
+    const result = this.#deleting.get(key)?.result ?? this.d.registry.get(key)?.result;
+    return result?.ok ? result.config : undefined;
+  }
+
   /**
-   * After a change of the SyncConfig under `key`: the finalizer follows pruning, the namespaces where it created
-   * objects are queued (those it selects are queued anyway), and a deleted one is released once nothing is left.
+   * After a change of the SyncConfig under `key`, and when a look is due: the finalizer follows pruning, the
+   * namespaces where it created objects are queued (those it selects are queued anyway), and a deleted one is
+   * released once nothing it created is left (looked at again, backing off, until then).
    */
   async settle(key: string): Promise<void> {
     const sc = this.d.syncConfigs.get(key);
     const pruner = this.d.pruner();
-    if (!sc || !pruner) return;
+    if (!sc || !pruner) return this.#settled(key);
     const enabled = this.enabled(key);
     const holds = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
-    const deleting = this.#deleting.get(key);
-    if (!deleting) {
-      if (enabled !== holds) await this.#setFinalizer(key, sc, enabled);
+    if (!this.#deleting.has(key)) {
+      if (enabled !== holds && !(await this.#setFinalizer(key, sc, enabled))) return;
       if (enabled) {
         for (const namespace of pruner.namespacesCreatedBy(key)) {
           this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
         }
       }
-      return;
+      return this.#settled(key);
     }
-    if (!holds) return;
+    if (!holds) return this.#settled(key);
     if (this.scope(key, undefined).kind !== "deleting") {
       log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
         syncConfig: key,
       });
-      await this.#setFinalizer(key, sc, false);
+      if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
       return;
     }
-    const problem = await pruner.watchItemKinds((deleting as CompileResult & { ok: true }).config);
+    const problem = await pruner.watchItemKinds(this.#config(key)!, true);
+    const left = problem ? [] : pruner.namespacesCreatedBy(key).filter((ns) => {
+      const { created, listing } = pruner.createdIn(ns); // checks the entries (and drops the stale ones)
+      return listing || created.has(key);
+    });
     if (problem) {
-      log.warn("SyncConfig {syncConfig} is being deleted but cannot be pruned yet, retrying: {problem}", {
+      log.warn("SyncConfig {syncConfig} is being deleted but cannot be pruned yet: {problem}", {
         syncConfig: key,
         problem,
       });
-      this.d.enqueue({ kind: "syncConfig", key }, "retry", 30_000);
+    } else if (!left.length) {
+      if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
       return;
     }
-    const left = pruner.namespacesCreatedBy(key).filter((ns) => {
-      const created = pruner.createdIn(ns); // checks the entries (and drops the stale ones)
-      return !created || created.has(key);
-    });
-    if (!left.length) await this.#setFinalizer(key, sc, false);
     for (const namespace of left) this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
+    this.#again(key, RELOOK_MS); // objects that go by themselves (a namespace deleted, a tenant) leave no trace
   }
 
-  /** Adds or removes the finalizer, at the version seen (a conflict: the watch brings the new one, retried then). */
-  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<void> {
+  #settled(key: string): void {
+    this.#attempts.delete(key);
+  }
+
+  /** Settles `key` again after `baseMs`, doubling with every attempt in a row, at most 5 minutes. */
+  #again(key: string, baseMs: number): void {
+    const n = this.#attempts.get(key) ?? 0;
+    this.#attempts.set(key, n + 1);
+    this.d.enqueue({ kind: "pruning", key }, "retry", Math.min(baseMs * 2 ** n, MAX_RELOOK_MS));
+  }
+
+  /** Adds or removes the finalizer, at the version seen; false when that failed (tried again later). */
+  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<boolean> {
     const others = (sc.metadata?.finalizers ?? []).filter((f) => f !== PRUNE_FINALIZER);
     const finalizers = present ? [...others, PRUNE_FINALIZER] : others;
     const [namespace, name] = key.split("/");
@@ -171,15 +204,18 @@ export class Pruning {
         finalizer: PRUNE_FINALIZER,
         syncConfig: key,
       });
+      return true;
     } catch (e) {
-      if (isNotFound(e)) return;
+      if (isNotFound(e)) return true;
+      // A conflict is mostly espejo's own status write in between: try again soon. Anything else backs off.
       if (!isConflict(e)) {
         log.warn("Could not update the finalizers of SyncConfig {syncConfig}: {error}", {
           syncConfig: key,
           error: String(e),
         });
       }
-      this.d.enqueue({ kind: "syncConfig", key }, "retry", isConflict(e) ? 1_000 : 10_000);
+      this.#again(key, isConflict(e) ? 1_000 : 10_000);
+      return false;
     }
   }
 }

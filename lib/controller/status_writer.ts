@@ -99,6 +99,7 @@ export class StatusWriter {
       this.deps.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
       this.deps.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
       this.deps.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
+      this.deps.metrics.invalid.set({ syncconfig: key }, entry.result.ok ? 0 : 1);
       if (!statusChanged(current, next)) continue;
       const [namespace, name] = key.split("/");
       try {

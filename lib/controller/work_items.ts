@@ -1,10 +1,15 @@
 /**
  * The units of work of the queue, and why each was queued. A work item is a namespace to sync against every
- * SyncConfig that selects it, or a SyncConfig to recompile (which then queues the namespaces it selects). The
+ * SyncConfig that selects it, a SyncConfig to recompile (which then queues the namespaces it selects), or the
+ * pruning bookkeeping of one SyncConfig. The
  * trigger travels with the item into the metrics; it is never derived from the priority, so a retry is counted
  * as a retry, not as the namespace event that it shares a priority with.
  */
-export type WorkItem = { kind: "namespace"; name: string } | { kind: "syncConfig"; key: string };
+export type WorkItem =
+  | { kind: "namespace"; name: string }
+  | { kind: "syncConfig"; key: string }
+  /** Only the pruning bookkeeping of a SyncConfig: its finalizer, and whether a deleted one can be released. */
+  | { kind: "pruning"; key: string };
 
 export type Trigger = "namespace" | "syncconfig" | "interval" | "retry";
 
@@ -14,9 +19,12 @@ export const PRIORITIES = 3;
 
 /** The queue's key of an item: one per namespace and one per SyncConfig, so that each is queued at most once. */
 export function workKey(item: WorkItem): string {
-  return item.kind === "namespace" ? `ns/${item.name}` : `cfg/${item.key}`;
+  if (item.kind === "namespace") return `ns/${item.name}`;
+  return item.kind === "syncConfig" ? `cfg/${item.key}` : `prune/${item.key}`;
 }
 
 export function workItemOf(key: string): WorkItem {
-  return key.startsWith("cfg/") ? { kind: "syncConfig", key: key.slice(4) } : { kind: "namespace", name: key.slice(3) };
+  if (key.startsWith("cfg/")) return { kind: "syncConfig", key: key.slice(4) };
+  if (key.startsWith("prune/")) return { kind: "pruning", key: key.slice(6) };
+  return { kind: "namespace", name: key.slice(3) };
 }

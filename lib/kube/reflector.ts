@@ -56,7 +56,10 @@ export class Reflector<T> {
   #resolveSynced!: () => void;
   /** Resolves once the initial list has been stored. */
   readonly synced: Promise<void> = new Promise((r) => (this.#resolveSynced = r));
-  /** The last list/watch error, cleared by success; lets callers report a cache that cannot fill. */
+  /**
+   * The last list/watch error, cleared by a successful list or any watch event (bookmarks come about every minute);
+   * lets callers report a cache that cannot fill, and tell a healthy watch from a failing one.
+   */
   lastError: unknown;
 
   constructor(private readonly client: KubeClient, private readonly opts: ReflectorOptions<T>) {}
@@ -120,7 +123,10 @@ export class Reflector<T> {
       let round: Round;
       let error: unknown;
       try {
-        if (!this.#resourceVersion) await this.#list(signal);
+        if (!this.#resourceVersion) {
+          await this.#list(signal);
+          this.lastError = undefined;
+        }
         watchStarted = performance.now();
         await this.#watch(signal);
         this.lastError = undefined;
@@ -224,6 +230,7 @@ export class Reflector<T> {
         clearTimeout(timer);
         timer = setTimeout(() => idle.abort(), idleMs);
         this.#watchEvents++;
+        this.lastError = undefined; // bookmarks included: the watch is alive
         this.#apply(ev);
       }
     } catch (e) {

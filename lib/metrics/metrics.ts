@@ -4,6 +4,7 @@
  */
 import * as client from "./prometheus.ts";
 import type { ResponseObserver } from "../kube/client.ts";
+import { cgroupMemoryLimit } from "./cgroup.ts";
 import { ControllerRuntimeMetrics } from "./compat.ts";
 
 export class Metrics {
@@ -102,11 +103,40 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly lastFullPass = new client.Gauge({
+    name: "espejo_last_full_pass_timestamp_seconds",
+    help: "When the last interval pass ended while the namespace and SyncConfig watches were healthy (Unix time; the " +
+      "start of the process before the first): a stall shows as this falling behind by more than a few intervals",
+    registers: [this.registry],
+  });
+  readonly reconcileInterval = new client.Gauge({
+    name: "espejo_reconcile_interval_seconds",
+    help: "--reconcile-interval (0: no interval passes)",
+    registers: [this.registry],
+  });
+  readonly invalid = new client.Gauge({
+    name: "espejo_syncconfig_invalid",
+    help: "1 while a SyncConfig is Invalid (its Invalid condition is True), 0 otherwise",
+    labelNames: ["syncconfig"] as const,
+    registers: [this.registry],
+  });
+  readonly memoryLimit = new client.Gauge({
+    name: "espejo_memory_limit_bytes",
+    help: "The memory limit of the process's cgroup (the container's limit); absent when there is none",
+    registers: [this.registry],
+  });
+
   /** The controller-runtime names of some of these, for the Go espejo's dashboards. */
   readonly compat = new ControllerRuntimeMetrics(this.registry);
 
   constructor(defaultMetrics = false) {
-    if (defaultMetrics) client.collectDefaultMetrics(this.registry);
+    if (!defaultMetrics) return;
+    client.collectDefaultMetrics(this.registry);
+    // Read at each scrape: a limit can be resized in place.
+    this.registry.onCollect(() => {
+      const limit = cgroupMemoryLimit();
+      if (limit !== undefined) this.memoryLimit.set(limit);
+    });
   }
 
   /** A {@link ResponseObserver} that counts API requests by verb, resource and code. */

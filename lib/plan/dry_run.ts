@@ -45,7 +45,12 @@ export async function dryRun(
           continue;
         }
       } else {
-        const body = { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: e.uid } };
+        const body = {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          propagationPolicy: "Background",
+          preconditions: { uid: e.uid },
+        };
         await client.request({ method: "DELETE", path: objectPath(r, e.namespace, e.name), body, query: DRY_RUN });
       }
       out.push(e);

@@ -115,7 +115,10 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
     }
     if (pruning) {
       const readable = deleting ? compileSyncConfig(syncConfig) : compiled;
-      const ok = readable?.ok === true && !readable.config.syncItems.some((i) => i.problem);
+      // As the controller: an item it cannot read, or (unless deleted) of a kind the server does not know, stops it.
+      const known = (i: { apiVersion: string; kind: string }) =>
+        deleting || !(snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
+      const ok = readable?.ok === true && readable.config.syncItems.every((i) => !i.problem && known(i));
       plan.entries.push(
         ...planPrunesOf(snapshot, registry, key, ok ? (deleting ? "deleting" : "active") : "off", namespaces),
       );
@@ -232,7 +235,13 @@ function planPrunesOf(
   namespaces: NamespaceInfo[],
 ): PlanEntry[] {
   const out: PlanEntry[] = [];
-  const resources = [...snapshot.resources.values()].filter((r): r is ResourceInfo => !(r instanceof Error));
+  // Candidates come from the kinds syncItems name, as the controller's caches of labelled objects hold only those.
+  const resources = snapshot.syncConfigs.flatMap(({ syncConfig }) =>
+    (syncConfig.spec?.syncItems ?? []).flatMap((i) => {
+      const r = snapshot.resources.get(kindKey(String(i.apiVersion), String(i.kind)));
+      return r && !(r instanceof Error) && r.namespaced ? [r] : [];
+    })
+  );
   for (const ns of namespaces) {
     const scope: PruneScope = stand === "active"
       ? { kind: "active", selects: registry.selecting(ns).includes(key) }

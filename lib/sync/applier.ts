@@ -84,7 +84,7 @@ export class Applier {
         this.onWrite("update");
         return { action: "update", reason };
       }
-      if (isInvalid(e) && t.forceRecreate) return await this.#recreate(t, e);
+      if (isInvalid(e) && t.forceRecreate) return await this.#recreate(t, e, live);
       throw e;
     }
   }
@@ -105,7 +105,8 @@ export class Applier {
     }
   }
 
-  async #recreate(t: WriteTarget, rejected: unknown): Promise<Applied> {
+  /** The object is deleted and created again; it keeps its creation record, or its lack of one (adopted). */
+  async #recreate(t: WriteTarget, rejected: unknown, live: LiveParts): Promise<Applied> {
     await this.client.request({
       method: "DELETE",
       path: pathOf(t),
@@ -114,7 +115,7 @@ export class Applier {
       if (!isNotFound(err)) throw err;
     });
     t.sink.deleted(`${t.namespace}/${t.desired.metadata!.name}`);
-    t.sink.written(await this.#createWhenGone(t));
+    t.sink.written(await this.#createWhenGone(t, withCreation(t.desired, live.createdBy)));
     this.onWrite("recreate");
     return {
       action: "recreate",
@@ -123,11 +124,11 @@ export class Applier {
   }
 
   /** Creates after a delete; while the old object is still being finalized the create says AlreadyExists. */
-  async #createWhenGone(t: WriteTarget): Promise<KubeObject> {
+  async #createWhenGone(t: WriteTarget, body: KubeObject): Promise<KubeObject> {
     const deadline = Date.now() + 10_000;
     for (let wait = 50;; wait = Math.min(wait * 2, 1000)) {
       try {
-        return await this.#write("POST", collectionOf(t), created(t));
+        return await this.#write("POST", collectionOf(t), body);
       } catch (e) {
         if (!isAlreadyExists(e) || Date.now() > deadline) throw e;
         await new Promise((r) => setTimeout(r, wait));
@@ -161,10 +162,16 @@ const collectionOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, "")
 
 /** The desired object as espejo creates it: with its creation record, which only a create writes. */
 export function created(t: Pick<WriteTarget, "desired" | "cfgKey">): KubeObject {
-  const metadata = t.desired.metadata ?? {};
+  return withCreation(t.desired, t.cfgKey);
+}
+
+/** `desired` with the creation record `createdBy`, or as it is when there is none. */
+function withCreation(desired: KubeObject, createdBy: string | undefined): KubeObject {
+  if (createdBy === undefined) return desired;
+  const metadata = desired.metadata ?? {};
   return {
-    ...t.desired,
-    metadata: { ...metadata, annotations: { ...metadata.annotations, [CREATED_ANNOTATION]: t.cfgKey } },
+    ...desired,
+    metadata: { ...metadata, annotations: { ...metadata.annotations, [CREATED_ANNOTATION]: createdBy } },
   };
 }
 

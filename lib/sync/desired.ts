@@ -3,7 +3,7 @@
  * label and annotations, and never the item's ownerReferences (the live object's are kept by the applier: a wrong
  * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
  */
-import { HASH_ANNOTATION } from "../model/drift.ts";
+import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../model/drift.ts";
 import { encodeBase64, hashOf, type KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
@@ -20,6 +20,8 @@ export async function desiredObject(
   metadata.namespace = namespace;
   metadata.labels = { ...(metadata.labels ?? {}), [MANAGED_LABEL]: MANAGED_LABEL_VALUE };
   metadata.annotations = { ...(metadata.annotations ?? {}), [OWNER_ANNOTATION]: cfg.key };
+  // Only a create writes the creation record (lib/sync/prune.ts); one copied into an item would mark adopted objects.
+  delete metadata.annotations[CREATED_ANNOTATION];
   delete metadata.ownerReferences;
   object.metadata = metadata;
   normalizeWriteOnlyFields(object);

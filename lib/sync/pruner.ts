@@ -5,7 +5,7 @@
  * SyncConfig deleted while espejo was stopped: nothing is known about it until those caches have listed).
  */
 import type { KubeClient } from "../kube/client.ts";
-import type { Discovery } from "../kube/discovery.ts";
+import { type Discovery, UnknownKindError } from "../kube/discovery.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { Applier } from "./applier.ts";
 import { type ItemAction, reasonOf } from "./failures.ts";
@@ -27,8 +27,8 @@ export class Pruner {
     this.#applier = new Applier(client, () => false, onWrite);
   }
 
-  /** What each SyncConfig created in `namespace`; undefined while a cache holding one is still listing. */
-  createdIn(namespace: string): Map<string, PruneCandidate[]> | undefined {
+  /** What each SyncConfig created in `namespace` (see ResourceCaches.createdIn). */
+  createdIn(namespace: string): { created: Map<string, PruneCandidate[]>; listing: boolean } {
     return this.caches.createdIn(namespace);
   }
 
@@ -46,8 +46,9 @@ export class Pruner {
     const { resource, namespace, name, uid } = p.candidate;
     try {
       const done = await this.#applier.delete(resource, namespace, name, uid);
-      // Our own delete: its watch event is not someone else's removal (which a sync would restore).
-      this.caches.managed(resource).forget(`${namespace}/${name}`);
+      // Our own delete: its watch event is not someone else's removal (which a sync would restore). "absent" may
+      // be a new object under the name (the uid precondition failed): that one stays in the cache.
+      if (done === "deleted") this.caches.forgetManaged(resource, `${namespace}/${name}`);
       return { state: done };
     } catch (e) {
       return { state: "failed", message: `${p.message}: could not delete it: ${reasonOf(e)}` };
@@ -56,9 +57,11 @@ export class Pruner {
 
   /**
    * Starts the caches of every kind `cfg`'s items name and waits for their first lists. Undefined when all are
-   * filled, else why not (a kind unknown or not allowed): then nothing may be concluded about what `cfg` created.
+   * filled, else why not (a kind not allowed, or unknown): then nothing may be concluded about what `cfg` created.
+   * With `unknownIsEmpty` (a deleted SyncConfig) a kind the API server does not know is skipped instead: no object
+   * of it exists (its CRD went, and its objects with it).
    */
-  async watchItemKinds(cfg: CompiledSyncConfig): Promise<string | undefined> {
+  async watchItemKinds(cfg: CompiledSyncConfig, unknownIsEmpty = false): Promise<string | undefined> {
     for (const item of cfg.syncItems) {
       if (item.problem) return item.problem;
       try {
@@ -66,6 +69,7 @@ export class Pruner {
         const cache = this.caches.managed(resource);
         if (!(await ready(cache))) return cacheProblem(resource, cache.lastError);
       } catch (e) {
+        if (unknownIsEmpty && e instanceof UnknownKindError) continue;
         return reasonOf(e);
       }
     }

@@ -140,28 +140,39 @@ export class ResourceCaches {
   }
 
   /**
-   * What each SyncConfig created in `namespace` (both markers naming it), checked against the caches now; undefined
-   * while a cache that holds one of them has not finished its first list (nothing may be pruned before).
+   * What each SyncConfig created in `namespace` (both markers naming it), checked against the caches now. A
+   * SyncConfig with an entry in a cache that has not finished its first list is left out (nothing of it may be
+   * pruned before), and `listing` says so; an entry whose cache went is dropped.
    */
-  createdIn(namespace: string): Map<string, PruneCandidate[]> | undefined {
-    const out = new Map<string, PruneCandidate[]>();
+  createdIn(namespace: string): { created: Map<string, PruneCandidate[]>; listing: boolean } {
+    const created = new Map<string, PruneCandidate[]>();
+    const waiting = new Set<string>();
     for (const [cfgKey, entries] of this.#created.in(namespace)) {
       for (const entry of entries) {
         const cut = entry.indexOf("|");
         const running = this.#managed.get(entry.slice(0, cut));
         const objectKey = entry.slice(cut + 1);
-        if (running && !running.reflector.hasSynced) return undefined;
+        if (running && !running.reflector.hasSynced) {
+          waiting.add(cfgKey);
+          continue;
+        }
         const o = running?.reflector.get(objectKey);
         if (!running || !o || o.createdBy !== cfgKey || o.owner !== cfgKey) {
           entries.delete(entry);
           continue;
         }
-        const candidates = out.get(cfgKey) ?? [];
+        const candidates = created.get(cfgKey) ?? [];
         candidates.push({ resource: running.resource, namespace, name: nameOf(objectKey), uid: o.uid });
-        out.set(cfgKey, candidates);
+        created.set(cfgKey, candidates);
       }
     }
-    return out;
+    for (const cfgKey of waiting) created.delete(cfgKey);
+    return { created, listing: waiting.size > 0 };
+  }
+
+  /** espejo deleted `objectKey` of `r`: its watch event is not someone else's removal. A stopped cache stays so. */
+  forgetManaged(r: ResourceInfo, objectKey: string): void {
+    this.#managed.get(resourceKey(r))?.reflector.forget(objectKey);
   }
 
   /** The SyncConfigs that may have created objects in `namespace` (unchecked: see {@link createdIn}). */

@@ -304,3 +304,68 @@ Deno.test("Pruning: a SyncConfig made Invalid prunes nothing", opts, async () =>
     admin.close();
   }
 });
+
+Deno.test("Pruning: an item whose kind is mistyped prunes nothing (a typo is not a removal)", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("pt");
+  await createNamespace(admin, ns);
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    const spec = (kind: string) => ({
+      namespaceSelector: { matchNames: [ns] },
+      syncItems: [{ ...cm("a"), kind }, cm("b")],
+    });
+    await createSyncConfig(admin, cfgNs, "p", spec("ConfigMap"), "true");
+    await counted(admin, cfgNs, "p", 2);
+    await patch(admin, scPath(cfgNs, "p"), { spec: spec("ConfigMapp") });
+    await eventually(async () => (await statusOf(admin, cfgNs, "p")).failedItemCount === 1, 20_000, "the typo to fail");
+    await present(admin, [cmPath(ns, "a"), cmPath(ns, "b")]);
+    assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total"), 0);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test(
+  "Pruning: a SyncConfig deleted and created again under its name keeps the new one's objects",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("pr");
+    await createNamespace(admin, ns);
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    try {
+      const spec = { namespaceSelector: { matchNames: [ns] }, syncItems: [cm("x")] };
+      await createSyncConfig(admin, cfgNs, "p", spec, "true");
+      await eventually(async () => (await finalizersOf(admin, cfgNs, "p")).length > 0, 20_000, "finalizer");
+      await admin.request({ method: "DELETE", path: scPath(cfgNs, "p") });
+      await eventually(
+        async () => (await getObject(admin, scPath(cfgNs, "p"))) === undefined,
+        20_000,
+        "SyncConfig gone",
+      );
+      await createSyncConfig(admin, cfgNs, "p", spec, "true");
+      await eventually(
+        async () => (await getObject(admin, cmPath(ns, "x")))?.metadata?.annotations?.["sync.appuio.ch/created-by"],
+        20_000,
+        "x created by the new SyncConfig",
+      );
+      await eventually(
+        async () => (await finalizersOf(admin, cfgNs, "p")).length > 0,
+        20_000,
+        "the new one's finalizer",
+      );
+      await counted(admin, cfgNs, "p", 1);
+      await present(admin, [cmPath(ns, "x")]);
+      assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total"), 1, "only the first SyncConfig's object");
+    } finally {
+      await ctl.stop();
+      admin.close();
+    }
+  },
+);
