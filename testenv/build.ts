@@ -84,7 +84,7 @@ export async function ensureBinaries(progress: Progress = (l) => console.error(l
   return binDir;
 }
 
-function cacheRoot(): string {
+export function cacheRoot(): string {
   const xdg = Deno.env.get("XDG_CACHE_HOME");
   const home = Deno.env.get("HOME") ?? "/tmp";
   return join(xdg || join(home, ".cache"), "espejo-testenv");
@@ -101,7 +101,7 @@ async function cacheKey(go: string): Promise<string> {
   return `${KUBE_VERSION}-${hex.slice(0, 16)}`;
 }
 
-async function goVersion(): Promise<string | undefined> {
+export async function goVersion(): Promise<string | undefined> {
   try {
     const out = await new Deno.Command("go", { args: ["env", "GOVERSION"], stdout: "piped", stderr: "null" })
       .output();
@@ -111,7 +111,7 @@ async function goVersion(): Promise<string | undefined> {
   }
 }
 
-async function runGo(args: string[], cwd: string, progress: Progress): Promise<void> {
+export async function runGo(args: string[], cwd: string, progress: Progress): Promise<void> {
   const child = new Deno.Command("go", {
     args,
     cwd,
@@ -136,7 +136,7 @@ async function runGo(args: string[], cwd: string, progress: Progress): Promise<v
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+export async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);
     return true;

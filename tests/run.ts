@@ -3,10 +3,13 @@
  * stops it, and ends with a line `N passed, N failed`.
  */
 import { join } from "node:path";
+import { ensurePrometheusTools } from "../testenv/prometheus_tools.ts";
 import { ControlPlane } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
 
 const extra = Deno.args;
+// Built (or found in the cache) before the tests start, so that a cold build shows its progress here.
+await ensurePrometheusTools();
 const cp = await ControlPlane.start({ audit: true });
 let code = 1;
 try {

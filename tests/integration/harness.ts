@@ -29,12 +29,14 @@ export async function startController(
     fullCompareIntervalMs?: number;
     qps?: number;
     pruneDefault?: boolean;
+    /** The process_* and nodejs_* metrics and the memory limit too, as main.ts serves them. */
+    processMetrics?: boolean;
   },
 ): Promise<RunningController> {
   const admin = clientFor(c);
   const identity = await createServiceAccount(admin, opts.watchNamespace, "espejo", "espejo-manager");
   admin.close();
-  const metrics = new Metrics();
+  const metrics = new Metrics(opts.processMetrics);
   const client = new HttpKubeClient({
     server: c.server,
     caCerts: [c.caPem],
