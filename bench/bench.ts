@@ -25,6 +25,8 @@ import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
 import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
+import { colorOf, lineChart } from "./charts.ts";
+import { timelineOf } from "./timeline.ts";
 import { espejoPermissions } from "../testenv/permissions.ts";
 import { imageEnvironment } from "../testenv/image_env.ts";
 
@@ -294,6 +296,7 @@ async function runSize(N: number): Promise<SizeResult> {
   let cgroup: Cgroup | undefined;
   log(`N=${N}: starting a control plane`);
   const cp = await ControlPlane.start({ audit: true, log: () => {} });
+  const startedMs = Date.now();
   const dir = await Deno.makeTempDir({ prefix: "espejo-bench-" });
   const admin = cp.client();
   try {
@@ -549,6 +552,7 @@ async function runSize(N: number): Promise<SizeResult> {
     };
     await asAdmin.stop();
     arrivals.stop();
+    const timeline = await timelineOf(cp.auditLogPath, identity.username, ctl.memory.timeline, startedMs);
 
     return {
       n: N,
@@ -566,6 +570,7 @@ async function runSize(N: number): Promise<SizeResult> {
       d,
       e,
       p,
+      timeline,
       f,
       g,
       h: cgroup
@@ -606,5 +611,24 @@ await Deno.writeTextFile(join(outDir, "latest.json"), JSON.stringify({ ...meta, 
 const md = renderMarkdown(results, meta);
 await Deno.writeTextFile(join(outDir, "latest.md"), md);
 await Deno.writeTextFile(join(outDir, "latest.svg"), renderSvg(results));
+const timelines = results.filter((r) => r.timeline);
+await Deno.writeTextFile(
+  join(outDir, "latest-requests.svg"),
+  lineChart(
+    "espejo's API requests per second over a bench run (watches excluded)",
+    "seconds since the run started",
+    "requests / s",
+    timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.requests })),
+  ),
+);
+await Deno.writeTextFile(
+  join(outDir, "latest-memory.svg"),
+  lineChart(
+    "espejo's resident memory over a bench run",
+    "seconds since the run started",
+    "MiB",
+    timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.memoryMiB })),
+  ),
+);
 console.log(md);
 Deno.exit(0);

@@ -64,6 +64,8 @@ export class Cgroup {
 export class MemorySampler {
   peakAnonKiB = 0;
   peakRssKiB = 0;
+  /** Resident memory once a second, [Unix ms, KiB], across restarts of the process (for the charts). */
+  readonly timeline: [number, number][] = [];
   #timer?: ReturnType<typeof setInterval>;
 
   start(pid: number): void {
@@ -73,6 +75,9 @@ export class MemorySampler {
       const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
       this.peakAnonKiB = Math.max(this.peakAnonKiB, kib("RssAnon"));
       this.peakRssKiB = Math.max(this.peakRssKiB, kib("VmHWM"));
+      const now = Date.now();
+      const last = this.timeline.at(-1);
+      if (status && (!last || now - last[0] >= 1000)) this.timeline.push([now, kib("VmRSS")]);
     }, 100);
   }
 

@@ -1,5 +1,6 @@
 /** Renders benchmark results as a Markdown table (with the targets) and an SVG chart of latencies. */
 import type { LimitFigures } from "./limits.ts";
+import type { Timeline } from "./timeline.ts";
 
 export interface Latency {
   n: number;
@@ -33,6 +34,8 @@ export interface SizeResult {
     units?: number;
   };
   e: { writes: number; byVerb: Record<string, number>; namespaces: number };
+  /** Requests per second and memory over the run, for the charts (absent in older results). */
+  timeline?: Timeline;
   /** One item removed from a SyncConfig with pruning on (absent in results from before pruning). */
   p?: { deletes: number; otherObjectWrites: number; finalizerWrites: number; namespaces: number };
   f: { rssMiB: number; anonMiB: number; fileMiB: number; managedObjects: number };

@@ -1,0 +1,22 @@
+/** The bench's line charts (bench/charts.ts): one path per series, axes scaled to round maxima. */
+import assert from "node:assert/strict";
+import { lineChart } from "../../bench/charts.ts";
+
+Deno.test("lineChart draws one path per series and labels each", () => {
+  const svg = lineChart("t", "s", "req/s", [
+    { label: "N=100", color: "#111", points: [[0, 0], [10, 40], [20, 3]] },
+    { label: "N=1000", color: "#222", points: [[0, 0], [30, 170]] },
+  ]);
+  assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  assert.equal(svg.match(/<path /g)?.length, 2);
+  assert.match(svg, />N=100</);
+  assert.match(svg, />N=1000</);
+  assert.match(svg, />200</, "the y axis goes to the round maximum above 170");
+  assert.ok(svg.trimEnd().endsWith("</svg>"));
+});
+
+Deno.test("lineChart: no points, no path, and no NaN anywhere", () => {
+  const svg = lineChart("t", "s", "MiB", [{ label: "empty", color: "#111", points: [] }]);
+  assert.equal(svg.match(/<path /g), null);
+  assert.doesNotMatch(svg, /NaN|Infinity/);
+});
