@@ -147,6 +147,8 @@ export class Controller {
       onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
       // Anyone can label their objects: only those an item names may cost more than their identity.
       wants: (r, ns, name) => this.#itemOwners(r, ns, name).length > 0,
+      // What a SyncConfig created costs an index entry only while it prunes (turning it on indexes what is there).
+      prunes: (cfgKey) => this.#pruning.enabled(cfgKey),
       // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
       // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
       onCandidateChange: (ns, name) => this.#compiled.namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),

@@ -145,6 +145,7 @@ export class Pruning {
     if (!this.#deleting.has(key)) {
       if (enabled !== holds && !(await this.#setFinalizer(key, sc, enabled))) return;
       if (enabled) {
+        pruner.indexCreatedBy(key); // objects cached while it did not prune were not indexed
         for (const namespace of pruner.namespacesCreatedBy(key)) {
           this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
         }

@@ -82,6 +82,13 @@ export class Reflector<T> {
     })(this.#store);
   }
 
+  /** [`namespace/name`, value] of every object. */
+  entries(): IterableIterator<[string, T]> {
+    return (function* (m) {
+      for (const [k, c] of m) yield [k, c.value] as [string, T];
+    })(this.#store);
+  }
+
   /**
    * Puts the reply of our own write into the store at once, so the next sync does not act on the stale copy
    * before the watch delivers the change. The watch event later replaces it.

@@ -32,6 +32,11 @@ export class Pruner {
     return this.caches.createdIn(namespace);
   }
 
+  /** Pruning was turned on for `cfgKey`: index what it created that the caches hold already. */
+  indexCreatedBy(cfgKey: string): void {
+    this.caches.indexCreatedBy(cfgKey);
+  }
+
   /** The SyncConfigs that may have created objects in `namespace` (unchecked). */
   creatorsIn(namespace: string): string[] {
     return this.caches.creatorsIn(namespace);

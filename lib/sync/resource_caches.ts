@@ -30,6 +30,8 @@ export interface CacheEvents {
   onError?: (resource: string, error: unknown, retryInMs: number) => void;
   /** Whether a syncItem of a SyncConfig selecting `namespace` names this object (default: yes). */
   wants?: (resource: ResourceInfo, namespace: string, name: string) => boolean;
+  /** Whether SyncConfig `cfgKey` prunes: only then are the objects it created indexed (default: yes). */
+  prunes?: (cfgKey: string) => boolean;
 }
 
 const resourceKey = (r: ResourceInfo) => `${r.group}/${r.version}/${r.resource}`;
@@ -69,7 +71,7 @@ export class ResourceCaches {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           const entry = decodeManaged(raw, previous, wanted);
-          if (entry.createdBy && entry.createdBy === entry.owner) {
+          if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
             this.#created.add(
               meta?.namespace ?? "",
               entry.createdBy,
@@ -173,6 +175,20 @@ export class ResourceCaches {
   /** espejo deleted `objectKey` of `r`: its watch event is not someone else's removal. A stopped cache stays so. */
   forgetManaged(r: ResourceInfo, objectKey: string): void {
     this.#managed.get(resourceKey(r))?.reflector.forget(objectKey);
+  }
+
+  /**
+   * Pruning was turned on for `cfgKey`: the objects it created, already in the caches, are indexed now (from then on
+   * as they come). One walk over the cached objects, once per switch.
+   */
+  indexCreatedBy(cfgKey: string): void {
+    for (const [rk, { reflector }] of this.#managed) {
+      for (const [objectKey, o] of reflector.entries()) {
+        if (o.createdBy === cfgKey && o.owner === cfgKey) {
+          this.#created.add(namespaceOf(objectKey), cfgKey, `${rk}|${objectKey}`);
+        }
+      }
+    }
   }
 
   /** The SyncConfigs that may have created objects in `namespace` (unchecked: see {@link createdIn}). */
