@@ -35,6 +35,8 @@ import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
 import { parseGoDuration } from "../lib/app/duration.ts";
 import { AuditTail } from "./audit_tail.ts";
+import { colorOf, lineChart } from "./charts.ts";
+import type { Timeline } from "./timeline.ts";
 import {
   countBy,
   type DiffRow,
@@ -174,6 +176,8 @@ const running = new Set<Proc>();
 /** A controller process: its log drained to a file, its memory and CPU time sampled from /proc every 500 ms. */
 class Proc {
   readonly mem: MemorySamples = { maxRssKiB: 0, hwmKiB: 0, maxAnonKiB: 0 };
+  /** Resident memory over the run, [Unix ms, KiB], about once a second (for the charts). */
+  readonly rssTimeline: [number, number][] = [];
   cpuTicks = 0;
   exited?: Deno.CommandStatus;
   readonly status: Promise<Deno.CommandStatus>;
@@ -222,6 +226,8 @@ class Proc {
       const status = await Deno.readTextFile(`/proc/${this.pid}/status`);
       const kib = (f: string) => Number(status.match(new RegExp(`^${f}:\\s+(\\d+) kB`, "m"))?.[1] ?? 0);
       this.mem.maxRssKiB = Math.max(this.mem.maxRssKiB, kib("VmRSS"));
+      const last = this.rssTimeline.at(-1);
+      if (!last || Date.now() - last[0] >= 1000) this.rssTimeline.push([Date.now(), kib("VmRSS")]);
       this.mem.hwmKiB = Math.max(this.mem.hwmKiB, kib("VmHWM"));
       this.mem.maxAnonKiB = Math.max(this.mem.maxAnonKiB, kib("RssAnon"));
       const stat = await Deno.readTextFile(`/proc/${this.pid}/stat`);
@@ -713,6 +719,24 @@ interface ScaleRun {
   cpuSeconds: number;
   requests: AuditEvent[];
   steadyRequests: AuditEvent[];
+  /** Requests per second and memory from the controller's start (for the charts). */
+  timeline: Timeline;
+}
+
+/** Requests of `events` per second in 5 s buckets, and memory samples, from `startedMs` on. */
+function scaleTimeline(events: AuditEvent[], memory: [number, number][], startedMs: number): Timeline {
+  const counts = new Map<number, number>();
+  for (const e of events) {
+    const bucket = Math.floor((Date.parse(e.requestReceivedTimestamp) - startedMs) / 5000) * 5;
+    counts.set(bucket, (counts.get(bucket) ?? 0) + 1);
+  }
+  const end = Math.max(0, ...counts.keys(), ...memory.map(([t]) => (t - startedMs) / 1000));
+  const requests: [number, number][] = [];
+  for (let t = 0; t <= end; t += 5) requests.push([t, (counts.get(t) ?? 0) / 5]);
+  const memoryMiB = memory.map(([t, kib]) =>
+    [Math.round((t - startedMs) / 1000), Math.round(kib / 102.4) / 10] as [number, number]
+  );
+  return { requests, memoryMiB };
 }
 
 async function scaleProgress(admin: HttpKubeClient, p: string): Promise<{ objects: number; statusOk: boolean }> {
@@ -773,7 +797,9 @@ async function runScale(
       cgroup?.procsFiles,
       c.cwd,
     );
+  const memTimeline: [number, number][] = [];
   const collect = (proc: Proc) => {
+    memTimeline.push(...proc.rssTimeline);
     mem.maxRssKiB = Math.max(mem.maxRssKiB, proc.mem.maxRssKiB);
     mem.hwmKiB = Math.max(mem.hwmKiB, proc.mem.hwmKiB);
     mem.maxAnonKiB = Math.max(mem.maxAnonKiB, proc.mem.maxAnonKiB);
@@ -782,6 +808,7 @@ async function runScale(
 
   await audit.skip();
   const t0 = performance.now();
+  const startedMs = Date.now();
   let proc = spawn();
   let converged = false;
   let convergedMs = 0;
@@ -832,6 +859,7 @@ async function runScale(
       cpuSeconds,
       requests,
       steadyRequests,
+      timeline: scaleTimeline([...requests, ...steadyRequests], memTimeline, startedMs),
     };
   } finally {
     if (!proc.exited) await proc.stop();
@@ -1129,6 +1157,24 @@ try {
     "",
   ].join("\n");
   await Deno.writeTextFile(join(out, "report.md"), report);
+  if (scale.length === 2) {
+    const series = (get: (t: Timeline) => [number, number][]) =>
+      scale.map((r, i) => ({ label: r.contender.title, color: colorOf(i), points: get(r.timeline) }));
+    const what = `${scaleN} namespaces x ${scaleK} items${limits ? ", under 100Mi/300m" : ""}`;
+    await Deno.writeTextFile(
+      join(out, "compare-requests.svg"),
+      lineChart(
+        `API requests per second, a new workload of ${what}`,
+        "seconds since start",
+        "requests / s",
+        series((t) => t.requests),
+      ),
+    );
+    await Deno.writeTextFile(
+      join(out, "compare-memory.svg"),
+      lineChart(`Resident memory, a new workload of ${what}`, "seconds since start", "MiB", series((t) => t.memoryMiB)),
+    );
+  }
   await Deno.writeTextFile(
     join(out, "requests.json"),
     JSON.stringify(
