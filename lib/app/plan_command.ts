@@ -93,7 +93,8 @@ export async function runPlan(args: string[], env: Record<string, string | undef
       throw new Error(`WATCH_NAMESPACE ${JSON.stringify(watchNamespace)} is not a namespace name`);
     }
     const files = [];
-    for (const file of o.filename as string[]) {
+    const filenames: string[] = o.filename;
+    for (const file of filenames) {
       for (const syncConfig of syncConfigsOfFile(await Deno.readTextFile(file), file, watchNamespace)) {
         files.push({ syncConfig, source: file });
       }
