@@ -13,7 +13,7 @@ export const colorOf = (i: number) => COLORS[i % COLORS.length];
 function niceMax(v: number): number {
   if (v <= 0) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
-  return [1, 2, 5, 10].map((m) => m * p).find((m) => m >= v)!;
+  return [1, 1.5, 2, 3, 4, 5, 6, 8, 10].map((m) => m * p).find((m) => m >= v)!;
 }
 
 export function lineChart(title: string, xLabel: string, yLabel: string, series: Series[]): string {

@@ -12,6 +12,7 @@ Deno.test("lineChart draws one path per series and labels each", () => {
   assert.match(svg, />N=100</);
   assert.match(svg, />N=1000</);
   assert.match(svg, />200</, "the y axis goes to the round maximum above 170");
+  assert.doesNotMatch(svg, />500</, "not further");
   assert.ok(svg.trimEnd().endsWith("</svg>"));
 });
 
