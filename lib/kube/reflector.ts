@@ -52,6 +52,7 @@ export class Reflector<T> {
   #resourceVersion = "";
   /** Events (bookmarks included) the current watch delivered: a watch that delivered any was healthy. */
   #watchEvents = 0;
+  #stop?: AbortSignal;
   #synced = false;
   #resolveSynced!: () => void;
   /** Resolves once the initial list has been stored. */
@@ -70,6 +71,11 @@ export class Reflector<T> {
 
   get size(): number {
     return this.#store.size;
+  }
+
+  /** Whether the reflector was stopped: it will never fill (a waiter must not wait for it). */
+  get stopped(): boolean {
+    return this.#stop?.aborted === true;
   }
 
   get(key: string): T | undefined {
@@ -121,6 +127,7 @@ export class Reflector<T> {
    * answers every watch with 410 must not cost a full list a second).
    */
   async run(signal: AbortSignal): Promise<void> {
+    this.#stop = signal;
     let failures = 0;
     while (!signal.aborted) {
       let watchStarted = 0;
