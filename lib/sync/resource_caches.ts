@@ -284,13 +284,16 @@ export function cacheProblem(resource: ResourceInfo, e: unknown): string {
     : `the cache of ${resource.resource} is not filled yet`;
 }
 
-/** Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once. */
+/**
+ * Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once, and when
+ * the cache was stopped meanwhile (its kind no longer named: it will never fill, and the unit must not hang on it).
+ */
 export async function ready(
-  cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void> },
+  cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void>; stopped: boolean },
 ): Promise<boolean> {
   const deadline = Date.now() + CACHE_WAIT_MS;
   while (!cache.hasSynced) {
-    if (cache.lastError || Date.now() > deadline) return false;
+    if (cache.lastError || cache.stopped || Date.now() > deadline) return false;
     await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
   }
   return true;

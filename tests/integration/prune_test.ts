@@ -342,6 +342,7 @@ Deno.test(
     try {
       const spec = { namespaceSelector: { matchNames: [ns] }, syncItems: [cm("x")] };
       await createSyncConfig(admin, cfgNs, "p", spec, "true");
+      await eventually(() => getObject(admin, cmPath(ns, "x")), 20_000, "x created by the first SyncConfig");
       await eventually(async () => (await finalizersOf(admin, cfgNs, "p")).length > 0, 20_000, "finalizer");
       await admin.request({ method: "DELETE", path: scPath(cfgNs, "p") });
       await eventually(
@@ -349,6 +350,7 @@ Deno.test(
         20_000,
         "SyncConfig gone",
       );
+      assert.equal(await getObject(admin, cmPath(ns, "x")), undefined, "the first SyncConfig's x was pruned");
       await createSyncConfig(admin, cfgNs, "p", spec, "true");
       await eventually(
         async () => (await getObject(admin, cmPath(ns, "x")))?.metadata?.annotations?.["sync.appuio.ch/created-by"],
