@@ -98,6 +98,7 @@ async function main(): Promise<number> {
       retryPeriodMs: config.retryPeriodMs,
       onChange: (leader) => metrics.setLeader(leader),
     });
+    metrics.setLeader(false); // a standby says so (0), rather than nothing
   } else {
     metrics.setLeader(true);
   }

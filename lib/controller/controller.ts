@@ -141,7 +141,6 @@ export class Controller {
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
   async run(signal: AbortSignal): Promise<void> {
     const client = this.opts.client;
-    this.opts.metrics.lastFullPass.set(Date.now() / 1000);
     this.opts.metrics.reconcileInterval.set(this.opts.reconcileIntervalMs / 1000);
     this.#caches = new ResourceCaches(client, signal, {
       onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
@@ -172,6 +171,8 @@ export class Controller {
     const sizes = { namespaces: this.namespaces.size, syncConfigs: this.syncConfigs.size };
     log.info("Caches synced: {namespaces} namespaces, {syncConfigs} SyncConfigs", sizes);
     await (this.opts.leadership?.(signal) ?? Promise.resolve());
+    // Passes start now: the stall alert counts from here (a standby that just took over is not stalled).
+    this.opts.metrics.lastFullPass.set(Date.now() / 1000);
     if (signal.aborted) return;
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());

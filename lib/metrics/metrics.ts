@@ -106,7 +106,7 @@ export class Metrics {
   readonly lastFullPass = new client.Gauge({
     name: "espejo_last_full_pass_timestamp_seconds",
     help: "When the last interval pass ended while the namespace and SyncConfig watches were healthy (Unix time; the " +
-      "start of the process before the first): a stall shows as this falling behind by more than a few intervals",
+      "moment this process became leader before the first): a stall shows as this falling behind by a few intervals",
     registers: [this.registry],
   });
   readonly reconcileInterval = new client.Gauge({
