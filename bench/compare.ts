@@ -36,7 +36,7 @@ import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
 import { parseGoDuration } from "../lib/app/duration.ts";
 import { AuditTail } from "./audit_tail.ts";
 import { colorOf, lineChart } from "./charts.ts";
-import type { Timeline } from "./timeline.ts";
+import { memoryMiB, requestsPerSecond, type Timeline } from "./timeline.ts";
 import {
   countBy,
   type DiffRow,
@@ -723,20 +723,11 @@ interface ScaleRun {
   timeline: Timeline;
 }
 
-/** Requests of `events` per second in 5 s buckets, and memory samples, from `startedMs` on. */
+/** Requests of `events` per second, and memory samples, from `startedMs` on. */
 function scaleTimeline(events: AuditEvent[], memory: [number, number][], startedMs: number): Timeline {
-  const counts = new Map<number, number>();
-  for (const e of events) {
-    const bucket = Math.floor((Date.parse(e.requestReceivedTimestamp) - startedMs) / 5000) * 5;
-    counts.set(bucket, (counts.get(bucket) ?? 0) + 1);
-  }
-  const end = Math.max(0, ...counts.keys(), ...memory.map(([t]) => (t - startedMs) / 1000));
-  const requests: [number, number][] = [];
-  for (let t = 0; t <= end; t += 5) requests.push([t, (counts.get(t) ?? 0) / 5]);
-  const memoryMiB = memory.map(([t, kib]) =>
-    [Math.round((t - startedMs) / 1000), Math.round(kib / 102.4) / 10] as [number, number]
-  );
-  return { requests, memoryMiB };
+  const endS = Math.max(0, ...memory.map(([t]) => (t - startedMs) / 1000));
+  const timestamps = events.map((e) => Date.parse(e.requestReceivedTimestamp));
+  return { requests: requestsPerSecond(timestamps, startedMs, endS), memoryMiB: memoryMiB(memory, startedMs) };
 }
 
 async function scaleProgress(admin: HttpKubeClient, p: string): Promise<{ objects: number; statusOk: boolean }> {

@@ -89,6 +89,9 @@ export class Discovery {
 }
 
 /** The collection path of a resource, cluster-wide or in one namespace. */
+/** The key of a resource in caches and indexes: `group/version/resource`. */
+export const resourceKey = (r: ResourceInfo): string => `${r.group}/${r.version}/${r.resource}`;
+
 /** `r`, if objects of it live in namespaces (only those are synced); else why not. */
 export function namespacedOnly(r: ResourceInfo, apiVersion: string): ResourceInfo {
   if (r.namespaced) return r;

@@ -65,6 +65,15 @@ export function asKubeObject(v: unknown): KubeObject | undefined {
   return v as KubeObject; // the checks above are what KubeObject promises
 }
 
+/** `metadata` without annotation `key` (and without `annotations` when none is left); the same object if absent. */
+export function withoutAnnotation<M extends ObjectMeta | undefined>(metadata: M, key: string): M {
+  const annotations = metadata?.annotations;
+  if (!annotations || !(key in annotations)) return metadata;
+  const { [key]: _, ...others } = annotations;
+  const { annotations: _all, ...rest } = metadata!;
+  return (Object.keys(others).length ? { ...rest, annotations: others } : rest) as M;
+}
+
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a)) {

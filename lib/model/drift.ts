@@ -22,7 +22,14 @@
  * A verdict stands for one resourceVersion: an unchanged version has unchanged content.
  */
 import { createHash } from "node:crypto";
-import { canonicalJson, deepEqual, isObject, type KubeObject, SERVER_OWNED_METADATA } from "../kube/objects.ts";
+import {
+  canonicalJson,
+  deepEqual,
+  isObject,
+  type KubeObject,
+  SERVER_OWNED_METADATA,
+  withoutAnnotation,
+} from "../kube/objects.ts";
 
 export const FIELD_MANAGER = "espejo";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
@@ -39,14 +46,8 @@ export const CREATED_ANNOTATION = "sync.appuio.ch/created-by";
  */
 export function serverOwned(object: KubeObject): KubeObject {
   const { apiVersion: _a, kind: _k, status: _s, metadata, ...rest } = object;
-  const meta: Record<string, unknown> = { ...metadata };
+  const meta: Record<string, unknown> = { ...withoutAnnotation(metadata, CREATED_ANNOTATION) };
   for (const k of SERVER_OWNED_METADATA) delete meta[k];
-  const annotations = metadata?.annotations;
-  if (annotations && CREATED_ANNOTATION in annotations) {
-    const { [CREATED_ANNOTATION]: _c, ...others } = annotations;
-    if (Object.keys(others).length) meta.annotations = others;
-    else delete meta.annotations;
-  }
   return { ...rest, metadata: meta };
 }
 

@@ -4,7 +4,7 @@
  * only that they differ. Both objects are reduced to what a write controls first (lib/model/drift.ts), without the
  * desired-hash marker.
  */
-import { deepEqual, isObject, type KubeObject } from "../kube/objects.ts";
+import { deepEqual, isObject, type KubeObject, withoutAnnotation } from "../kube/objects.ts";
 import { HASH_ANNOTATION, serverOwned } from "./drift.ts";
 
 export interface FieldChange {
@@ -47,10 +47,7 @@ export function fieldDiff(desired: KubeObject, observed: KubeObject): FieldChang
 
 /** The desired-hash marker changes with every edit of the item: it says nothing a reader needs. */
 function withoutHash(o: KubeObject): KubeObject {
-  const annotations = o.metadata?.annotations;
-  if (!annotations || !(HASH_ANNOTATION in annotations)) return o;
-  const { [HASH_ANNOTATION]: _, ...rest } = annotations;
-  return { ...o, metadata: { ...o.metadata, annotations: rest } };
+  return { ...o, metadata: withoutAnnotation(o.metadata, HASH_ANNOTATION) };
 }
 
 /** One line per change: `~ .data.a: "1" -> "2"`, `+ .data.b: "x"`, `- .spec.extra: true`. */

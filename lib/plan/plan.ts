@@ -4,10 +4,9 @@
  * freshly started controller it knows no fights and no backoffs; what the server adds to an item it learns from the
  * first namespace that shows it, as the controller learns it from its first write.
  */
-import type { ResourceInfo } from "../kube/discovery.ts";
-import { namespacedOnly } from "../kube/discovery.ts";
+import { namespacedOnly, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { extrasHash } from "../model/drift.ts";
+import { CREATED_ANNOTATION, extrasHash } from "../model/drift.ts";
 import { type FieldChange, fieldDiff } from "../model/field_diff.ts";
 import { type CompiledSyncConfig, compileSyncConfig, keyOf } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
@@ -18,8 +17,7 @@ import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField } fr
 import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
 import { Registry } from "../controller/registry.ts";
 import type { NamespaceInfo } from "../controller/watches.ts";
-import { kindKey, resourceKey, type Snapshot } from "./snapshot.ts";
-import { CREATED_ANNOTATION } from "../model/drift.ts";
+import { kindKey, type Snapshot } from "./snapshot.ts";
 
 export type PlannedAction = "create" | "adopt" | "update" | "recreate" | "delete" | "prune" | "fail";
 
@@ -235,28 +233,33 @@ function planPrunesOf(
   namespaces: NamespaceInfo[],
 ): PlanEntry[] {
   const out: PlanEntry[] = [];
-  // Candidates come from the kinds syncItems name, as the controller's caches of labelled objects hold only those.
-  const resources = snapshot.syncConfigs.flatMap(({ syncConfig }) =>
-    (syncConfig.spec?.syncItems ?? []).flatMap((i) => {
+  // Candidates come from the kinds syncItems name, as the controller's caches of labelled objects hold only those;
+  // gathered once, by namespace (not once per namespace over every object).
+  const resources = new Map<string, ResourceInfo>();
+  for (const { syncConfig } of snapshot.syncConfigs) {
+    for (const i of syncConfig.spec?.syncItems ?? []) {
       const r = snapshot.resources.get(kindKey(String(i.apiVersion), String(i.kind)));
-      return r && !(r instanceof Error) && r.namespaced ? [r] : [];
-    })
-  );
+      if (r && !(r instanceof Error) && r.namespaced) resources.set(resourceKey(r), r);
+    }
+  }
+  const created = new Map<string, PruneCandidate[]>();
+  for (const [rk, r] of resources) {
+    for (const o of snapshot.objects.get(rk)?.values() ?? []) {
+      const m = o.metadata;
+      if (m?.labels?.[MANAGED_LABEL] !== MANAGED_LABEL_VALUE) continue;
+      if (m.annotations?.[OWNER_ANNOTATION] !== key || m.annotations?.[CREATED_ANNOTATION] !== key) continue;
+      const namespace = m.namespace ?? "";
+      const candidates = created.get(namespace) ?? [];
+      candidates.push({ resource: r, namespace, name: m.name ?? "", uid: m.uid ?? "" });
+      created.set(namespace, candidates);
+    }
+  }
   for (const ns of namespaces) {
+    const candidates = created.get(ns.name);
+    if (!candidates) continue;
     const scope: PruneScope = stand === "active"
       ? { kind: "active", selects: registry.selecting(ns).includes(key) }
       : { kind: stand };
-    const candidates: PruneCandidate[] = [];
-    for (const r of new Map(resources.map((r) => [resourceKey(r), r])).values()) {
-      for (const [objectKey, o] of snapshot.objects.get(resourceKey(r)) ?? []) {
-        const a = o.metadata?.annotations;
-        if (!objectKey.startsWith(`${ns.name}/`) || o.metadata?.labels?.[MANAGED_LABEL] !== MANAGED_LABEL_VALUE) {
-          continue;
-        }
-        if (a?.[OWNER_ANNOTATION] !== key || a?.[CREATED_ANNOTATION] !== key) continue;
-        candidates.push({ resource: r, namespace: ns.name, name: o.metadata?.name ?? "", uid: o.metadata?.uid ?? "" });
-      }
-    }
     for (const p of planPrunes(key, scope, candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
       const { resource, namespace, name, uid } = p.candidate;
       const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;

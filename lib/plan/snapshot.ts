@@ -7,7 +7,7 @@
 import type { KubeClient } from "../kube/client.ts";
 import { decodeNamespace } from "../kube/api/decode.ts";
 import { listNamespacesPath } from "../kube/api/core_v1_client.ts";
-import { collectionPath, Discovery, type ResourceInfo } from "../kube/discovery.ts";
+import { collectionPath, Discovery, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { listAll } from "../kube/list.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
@@ -34,7 +34,6 @@ export interface Snapshot {
 }
 
 export const kindKey = (apiVersion: string, kind: string) => `${apiVersion}|${kind}`;
-export const resourceKey = (r: ResourceInfo) => `${r.group}/${r.version}/${r.resource}`;
 
 /** The apiVersion/kind pairs a SyncConfig's items name, read leniently (the compiler reports what is wrong). */
 function kindsOf(sc: SyncConfig): [string, string][] {

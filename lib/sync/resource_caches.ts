@@ -8,7 +8,7 @@
  *   so that a deleteItem that is already absent costs no request.
  */
 import type { KubeClient } from "../kube/client.ts";
-import { collectionPath, type ResourceInfo } from "../kube/discovery.ts";
+import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
 import { reasonOf } from "./failures.ts";
@@ -34,7 +34,6 @@ export interface CacheEvents {
   prunes?: (cfgKey: string) => boolean;
 }
 
-const resourceKey = (r: ResourceInfo) => `${r.group}/${r.version}/${r.resource}`;
 const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
 const nameOf = (objectKey: string) => objectKey.slice(objectKey.indexOf("/") + 1);
 
