@@ -4,8 +4,16 @@
  */
 import assert from "node:assert/strict";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
-import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { condition, counterValue, createNamespace, getObject, startController, statusOf } from "./harness.ts";
+import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
+import {
+  condition,
+  counterValue,
+  createNamespace,
+  getObject,
+  type RunningController,
+  startController,
+  statusOf,
+} from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const SC_API = "/apis/sync.appuio.ch/v1alpha1";
@@ -58,20 +66,32 @@ async function counted(admin: HttpKubeClient, ns: string, name: string, n: numbe
   );
 }
 
+/** A controller under test on its own SyncConfig namespace, stopped afterwards whatever happened. */
+async function withController(
+  body: (t: { c: TestCluster; admin: HttpKubeClient; cfgNs: string; ctl: RunningController }) => Promise<void>,
+): Promise<void> {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await body({ c, admin, cfgNs, ctl });
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+}
+
 Deno.test(
   "Pruning: a removed item's objects go in every namespace; adopted objects and kept items stay",
   opts,
   async () => {
-    const c = await testCluster();
-    const admin = clientFor(c);
-    const cfgNs = uniqueName("cfg");
-    const [a, b] = [uniqueName("pa"), uniqueName("pb")];
-    await createNamespace(admin, a);
-    await createNamespace(admin, b);
-    // Made by hand before the SyncConfig: adopted in `a`, created in `b`.
-    await admin.request({ method: "POST", path: `/api/v1/namespaces/${a}/configmaps`, body: cm("legacy") });
-    const ctl = await startController(c, { watchNamespace: cfgNs });
-    try {
+    await withController(async ({ admin, cfgNs, ctl }) => {
+      const [a, b] = [uniqueName("pa"), uniqueName("pb")];
+      await createNamespace(admin, a);
+      await createNamespace(admin, b);
+      // Made by hand before the SyncConfig: adopted in `a`, created in `b`.
+      await admin.request({ method: "POST", path: `/api/v1/namespaces/${a}/configmaps`, body: cm("legacy") });
       await createSyncConfig(admin, cfgNs, "p", {
         namespaceSelector: { matchNames: [a, b] },
         syncItems: [cm("keep"), cm("drop"), cm("legacy")],
@@ -110,22 +130,15 @@ Deno.test(
       await counted(admin, cfgNs, "p", 2);
       await present(admin, [cmPath(a, "legacy"), cmPath(a, "keep"), cmPath(b, "keep")]);
       assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total", { reason: "item removed" }), 3);
-    } finally {
-      await ctl.stop();
-      admin.close();
-    }
+    });
   },
 );
 
 Deno.test("Pruning: a namespace no longer selected loses the objects of that SyncConfig only", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  const cfgNs = uniqueName("cfg");
-  const ns = uniqueName("pn");
-  const label = { "espejo-test/prune": ns };
-  await createNamespace(admin, ns, label);
-  const ctl = await startController(c, { watchNamespace: cfgNs });
-  try {
+  await withController(async ({ admin, cfgNs, ctl }) => {
+    const ns = uniqueName("pn");
+    const label = { "espejo-test/prune": ns };
+    await createNamespace(admin, ns, label);
     const byLabel = { labelSelector: { matchLabels: label } };
     await createSyncConfig(admin, cfgNs, "pruning", { namespaceSelector: byLabel, syncItems: [cm("p")] }, "true");
     await createSyncConfig(admin, cfgNs, "keeping", { namespaceSelector: byLabel, syncItems: [cm("k")] });
@@ -142,20 +155,13 @@ Deno.test("Pruning: a namespace no longer selected loses the objects of that Syn
     await counted(admin, cfgNs, "keeping", 0); // the unit that pruned also counted the namespace out
     await present(admin, [cmPath(ns, "k"), cmPath(ns, "n")]);
     assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total", { reason: "namespace not selected" }), 1);
-  } finally {
-    await ctl.stop();
-    admin.close();
-  }
+  });
 });
 
 Deno.test("Pruning: deleting the SyncConfig deletes what it created, then the SyncConfig goes", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  const cfgNs = uniqueName("cfg");
-  const ns = uniqueName("pd");
-  await createNamespace(admin, ns);
-  const ctl = await startController(c, { watchNamespace: cfgNs });
-  try {
+  await withController(async ({ admin, cfgNs, ctl }) => {
+    const ns = uniqueName("pd");
+    await createNamespace(admin, ns);
     await createSyncConfig(
       admin,
       cfgNs,
@@ -172,10 +178,7 @@ Deno.test("Pruning: deleting the SyncConfig deletes what it created, then the Sy
     await eventually(async () => (await getObject(admin, scPath(cfgNs, "p"))) === undefined, 20_000, "SyncConfig gone");
     await present(admin, [cmPath(ns, "y")]);
     assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total", { reason: "SyncConfig deleted" }), 1);
-  } finally {
-    await ctl.stop();
-    admin.close();
-  }
+  });
 });
 
 Deno.test("Pruning: a SyncConfig deleted while espejo is stopped is cleaned up when it starts", opts, async () => {
@@ -211,14 +214,10 @@ Deno.test("Pruning: a SyncConfig deleted while espejo is stopped is cleaned up w
 });
 
 Deno.test("Without the prune annotation nothing is deleted and no finalizer is added (as before)", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  const cfgNs = uniqueName("cfg");
-  const ns = uniqueName("pk");
-  const label = { "espejo-test/keep": ns };
-  await createNamespace(admin, ns, label);
-  const ctl = await startController(c, { watchNamespace: cfgNs });
-  try {
+  await withController(async ({ admin, cfgNs, ctl }) => {
+    const ns = uniqueName("pk");
+    const label = { "espejo-test/keep": ns };
+    await createNamespace(admin, ns, label);
     await createSyncConfig(admin, cfgNs, "k", {
       namespaceSelector: { labelSelector: { matchLabels: label } },
       syncItems: [cm("one"), cm("two")],
@@ -245,20 +244,13 @@ Deno.test("Without the prune annotation nothing is deleted and no finalizer is a
     );
     await present(admin, [cmPath(ns, "one"), cmPath(ns, "two")]);
     assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total"), 0);
-  } finally {
-    await ctl.stop();
-    admin.close();
-  }
+  });
 });
 
 Deno.test("Pruning: turning the annotation off removes the finalizer and stops pruning at once", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  const cfgNs = uniqueName("cfg");
-  const ns = uniqueName("po");
-  await createNamespace(admin, ns);
-  const ctl = await startController(c, { watchNamespace: cfgNs });
-  try {
+  await withController(async ({ admin, cfgNs }) => {
+    const ns = uniqueName("po");
+    await createNamespace(admin, ns);
     await createSyncConfig(admin, cfgNs, "p", {
       namespaceSelector: { matchNames: [ns] },
       syncItems: [cm("a"), cm("b")],
@@ -270,20 +262,13 @@ Deno.test("Pruning: turning the annotation off removes the finalizer and stops p
     await patch(admin, scPath(cfgNs, "p"), { spec: { syncItems: [cm("a")] } });
     await counted(admin, cfgNs, "p", 1);
     await present(admin, [cmPath(ns, "a"), cmPath(ns, "b")]);
-  } finally {
-    await ctl.stop();
-    admin.close();
-  }
+  });
 });
 
 Deno.test("Pruning: a SyncConfig made Invalid prunes nothing", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  const cfgNs = uniqueName("cfg");
-  const ns = uniqueName("pi");
-  await createNamespace(admin, ns);
-  const ctl = await startController(c, { watchNamespace: cfgNs });
-  try {
+  await withController(async ({ admin, cfgNs }) => {
+    const ns = uniqueName("pi");
+    await createNamespace(admin, ns);
     await createSyncConfig(admin, cfgNs, "p", {
       namespaceSelector: { matchNames: [ns] },
       syncItems: [cm("a"), cm("b")],
@@ -299,20 +284,13 @@ Deno.test("Pruning: a SyncConfig made Invalid prunes nothing", opts, async () =>
       "the Invalid condition",
     );
     await present(admin, [cmPath(ns, "a"), cmPath(ns, "b")]);
-  } finally {
-    await ctl.stop();
-    admin.close();
-  }
+  });
 });
 
 Deno.test("Pruning: an item whose kind is mistyped prunes nothing (a typo is not a removal)", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  const cfgNs = uniqueName("cfg");
-  const ns = uniqueName("pt");
-  await createNamespace(admin, ns);
-  const ctl = await startController(c, { watchNamespace: cfgNs });
-  try {
+  await withController(async ({ admin, cfgNs, ctl }) => {
+    const ns = uniqueName("pt");
+    await createNamespace(admin, ns);
     const spec = (kind: string) => ({
       namespaceSelector: { matchNames: [ns] },
       syncItems: [{ ...cm("a"), kind }, cm("b")],
@@ -323,23 +301,16 @@ Deno.test("Pruning: an item whose kind is mistyped prunes nothing (a typo is not
     await eventually(async () => (await statusOf(admin, cfgNs, "p")).failedItemCount === 1, 20_000, "the typo to fail");
     await present(admin, [cmPath(ns, "a"), cmPath(ns, "b")]);
     assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total"), 0);
-  } finally {
-    await ctl.stop();
-    admin.close();
-  }
+  });
 });
 
 Deno.test(
   "Pruning: a SyncConfig deleted and created again under its name keeps the new one's objects",
   opts,
   async () => {
-    const c = await testCluster();
-    const admin = clientFor(c);
-    const cfgNs = uniqueName("cfg");
-    const ns = uniqueName("pr");
-    await createNamespace(admin, ns);
-    const ctl = await startController(c, { watchNamespace: cfgNs });
-    try {
+    await withController(async ({ admin, cfgNs, ctl }) => {
+      const ns = uniqueName("pr");
+      await createNamespace(admin, ns);
       const spec = { namespaceSelector: { matchNames: [ns] }, syncItems: [cm("x")] };
       await createSyncConfig(admin, cfgNs, "p", spec, "true");
       await eventually(() => getObject(admin, cmPath(ns, "x")), 20_000, "x created by the first SyncConfig");
@@ -365,9 +336,6 @@ Deno.test(
       await counted(admin, cfgNs, "p", 1);
       await present(admin, [cmPath(ns, "x")]);
       assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total"), 1, "only the first SyncConfig's object");
-    } finally {
-      await ctl.stop();
-      admin.close();
-    }
+    });
   },
 );

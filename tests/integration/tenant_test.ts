@@ -734,3 +734,66 @@ Deno.test("Tenant identity is confined to its own namespace (sanity)", opts, asy
     admin.close();
   }
 });
+
+Deno.test(
+  "Tenant's games with the creation record: no write, and no prune beyond what both markers say",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("tenant-prune");
+    await createNamespace(admin, ns);
+    const tenant = await createTenant(c, admin, ns);
+    const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: INTERVAL_MS });
+    const created = "sync.appuio.ch/created-by";
+    const cm = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { v: name } });
+    const spec = (...names: string[]) => ({ namespaceSelector: { matchNames: [ns] }, syncItems: names.map(cm) });
+    try {
+      await admin.request({
+        method: "POST",
+        path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs`,
+        body: {
+          apiVersion: "sync.appuio.ch/v1alpha1",
+          kind: "SyncConfig",
+          metadata: { name: "p", annotations: { "sync.appuio.ch/prune": "true" } },
+          spec: spec("policy", "kept"),
+        },
+      });
+      await waitSynced(admin, cfgNs, "p", 2);
+      const key = `${cfgNs}/p`;
+      assert.equal((await getObject(admin, cmPath(ns, "policy")))?.metadata?.annotations?.[created], key);
+      const updatesBefore = await counterValue(ctl.metrics, "espejo_object_writes_total", { action: "update" });
+      // 1. The tenant strips the creation record: that is no drift (espejo writes nothing back), and it only takes the
+      //    object out of pruning.
+      await tenantPatch(tenant, cmPath(ns, "policy"), { metadata: { annotations: { [created]: null } } });
+      // 2. Junk objects with espejo's label claiming P in part: the owner without the record, the record without the
+      //    owner. Neither claims both markers, so neither may be pruned.
+      const junk = (name: string, annotations: Record<string, string>) =>
+        tenantCreate(tenant, { ...cm(name), metadata: { name, labels: { [MANAGED_LABEL]: "espejo" }, annotations } });
+      await junk("junk-owner", { [OWNER_ANNOTATION]: key });
+      await junk("junk-record", { [OWNER_ANNOTATION]: `${cfgNs}/other`, [created]: key });
+      // The item goes: P prunes what it created and still claims.
+      await admin.request({
+        method: "PATCH",
+        path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs/p`,
+        contentType: "application/merge-patch+json",
+        body: { spec: spec("kept") },
+      });
+      await waitSynced(admin, cfgNs, "p", 1);
+      for (const name of ["policy", "junk-owner", "junk-record", "kept"]) {
+        assert.ok(await getObject(admin, cmPath(ns, name)), `${name} must not be pruned`);
+      }
+      assert.equal(await counterValue(ctl.metrics, "espejo_prunes_total"), 0);
+      assert.equal(
+        await counterValue(ctl.metrics, "espejo_object_writes_total", { action: "update" }),
+        updatesBefore,
+        "removing the creation record is not drift",
+      );
+    } finally {
+      await ctl.stop();
+      tenant.client.close();
+      admin.close();
+    }
+  },
+);
