@@ -1,6 +1,7 @@
 /** Renders benchmark results as a Markdown table (with the targets) and an SVG chart of latencies. */
 import type { LimitFigures } from "./limits.ts";
 import type { Timeline } from "./timeline.ts";
+import { STATUS_MAX_HOLD_MS } from "../lib/controller/status_schedule.ts";
 
 export interface Latency {
   n: number;
@@ -134,11 +135,13 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
   );
   row(
     "(d) time to converge / status writes",
-    // A status is held back by its SyncConfig's own work for at most 10 s (lib/status_schedule.ts): a longer burst
-    // shows its progress every 10 s.
-    "≤ 1 status write, +1 per 10 s of burst",
+    // A status is held back by its SyncConfig's own work for at most a minute (lib/controller/status_schedule.ts):
+    // a burst shorter than that writes one status, a longer one shows its progress once a minute.
+    "1 status write per burst (+1 per minute of burst)",
     (r) =>
-      `${r.d.seconds.toFixed(1)} s / ${r.d.statusWrites} ${mark(r.d.statusWrites <= 1 + Math.floor(r.d.seconds / 10))}`,
+      `${r.d.seconds.toFixed(1)} s / ${r.d.statusWrites} ${
+        mark(r.d.statusWrites <= 1 + Math.floor(r.d.seconds / (STATUS_MAX_HOLD_MS / 1000)))
+      }`,
   );
   row(
     "(d) units of work / namespaces",

@@ -53,6 +53,17 @@ export class ConfigChanges {
     await this.d.pruning.settle(key);
   }
 
+  /**
+   * A SyncConfig's watch event, handled at once rather than when a worker is free: its compile result (an Invalid
+   * condition, a new generation) reaches the status writer even while every worker is busy with another SyncConfig's
+   * burst. Its status then waits until the work item has queued the namespaces it selects, so that a count of 0 is
+   * never written in between.
+   */
+  noticed(key: string): void {
+    this.changed(key);
+    if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.schedule.queueing(key, true);
+  }
+
   /** Recompiles the SyncConfig under `key` from the cache, or forgets it if it is gone. */
   changed(key: string): void {
     const { registry, ledger, statusWriter } = this.d;
@@ -123,7 +134,10 @@ export class ConfigChanges {
     const { registry, ledger, statusWriter } = this.d;
     const status = statusWriter.schedule;
     const entry = registry.get(key);
-    if (!entry?.result.ok) return;
+    if (!entry?.result.ok) {
+      status.queueing(key, false); // nothing to queue (see noticed)
+      return;
+    }
     const { config } = entry.result;
     let n = 0;
     status.queueing(key, true);

@@ -64,6 +64,8 @@ export class Controller {
   #executor?: Executor;
   #pruner?: Pruner;
   #workerStarted = false;
+  /** Set once this process leads (or runs without leader election) and its workers start. */
+  #leading = false;
   /** Start times of the units being processed, for liveness. */
   readonly #inFlight = new Set<{ since: number }>();
 
@@ -73,11 +75,14 @@ export class Controller {
     const syncEvents = new SyncEvents(this.#events);
     this.#freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
     const trouble = this.#trouble = new WatchTrouble(metrics);
+    this.queue.onAdd = (key, tag) => metrics.compat.added(key, tag);
     this.namespaces = watchNamespaces(client, trouble, (type, ns, old) => this.#onNamespace(type, ns, old));
     this.syncConfigs = watchSyncConfigs(client, opts.watchNamespace, trouble, (type, sc, old) => {
       if (type === "deleted" || !sameSpecAndPruning(sc, old)) {
         // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
         this.#freshness.changedEverywhere();
+        // Compiled now (a leader only: it may write Events): its status must not wait for a free worker.
+        if (this.#leading) this.#configs.noticed(keyOf(sc));
         this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
       }
     });
@@ -174,6 +179,8 @@ export class Controller {
     // Passes start now: the stall alert counts from here (a standby that just took over is not stalled).
     this.opts.metrics.lastFullPass.set(Date.now() / 1000);
     if (signal.aborted) return;
+    this.#leading = true;
+    this.opts.metrics.compat.started(this.opts.reconcileIntervalMs > 0);
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
     const statusWriter = this.#statusWriter.run(signal);
@@ -194,7 +201,7 @@ export class Controller {
       const trigger = next.tag ?? "interval";
       const item = workItemOf(key);
       this.opts.metrics.queueWait.observe({ trigger }, next.waitedMs / 1000);
-      this.opts.metrics.compat.taken(next.waitedMs / 1000);
+      this.opts.metrics.compat.taken(key, trigger, next.waitedMs / 1000);
       const unit = { since: Date.now() };
       this.#inFlight.add(unit);
       try {

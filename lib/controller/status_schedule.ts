@@ -6,8 +6,12 @@
  *
  * A SyncConfig's own work is the namespaces queued because of it (its change, an interval pass, a namespace event
  * it selects). Retries are not: a permanently failing item must not hold the status back for ever. Nor may a steady
- * stream of namespace events: a status is held back at most `maxHoldMs` after it became dirty.
+ * stream of namespace events: a status is held back at most `maxHoldMs` (a minute) after it became dirty, so a burst
+ * shorter than that writes its status once, and a longer one (or an endless stream) shows its progress once a minute.
  */
+/** The longest a dirty status waits for its SyncConfig's own work to end. */
+export const STATUS_MAX_HOLD_MS = 60_000;
+
 export class StatusSchedule {
   /** By SyncConfig key: when its status became dirty. */
   readonly #dirty = new Map<string, number>();
@@ -17,7 +21,7 @@ export class StatusSchedule {
   readonly #queueing = new Set<string>();
 
   constructor(
-    private readonly maxHoldMs = 10_000,
+    private readonly maxHoldMs = STATUS_MAX_HOLD_MS,
     private readonly now: () => number = () => performance.now(),
   ) {}
 

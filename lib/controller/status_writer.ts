@@ -5,6 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
+import { isConflict } from "../kube/errors.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
@@ -102,20 +103,42 @@ export class StatusWriter {
       this.deps.metrics.invalid.set({ syncconfig: key }, entry.result.ok ? 0 : 1);
       if (!statusChanged(current, next)) continue;
       const [namespace, name] = key.split("/");
+      // The whole conditions list is replaced, foreign conditions included (kept from `current`): the
+      // resourceVersion makes the patch fail with a conflict rather than drop a condition written meanwhile.
+      const body = { metadata: { resourceVersion: sc.metadata?.resourceVersion }, status: next };
       try {
-        const updated = await patchSyncConfigStatus(this.deps.client, { namespace, name }, { status: next }, {
+        const updated = await patchSyncConfigStatus(this.deps.client, { namespace, name }, body, {
           urgent: true, // a status does not wait behind other SyncConfigs' queued writes
           contentType: "application/merge-patch+json",
         });
         this.deps.syncConfigs.upsert(updated);
       } catch (e) {
+        this.schedule.markDirty(key);
+        if (isConflict(e) && await this.#refresh(namespace, name)) {
+          // Someone else wrote the SyncConfig since it was cached: computed again from the copy just read.
+          log.debug("Status of SyncConfig {syncConfig} changed meanwhile, writing it again", { syncConfig: key });
+          this.kick();
+          continue;
+        }
         log.warn("Could not write the status of SyncConfig {syncConfig}: {error}", {
           syncConfig: key,
           error: String(e),
         });
-        this.schedule.markDirty(key);
         setTimeout(() => this.kick(), 2_000);
       }
+    }
+  }
+
+  /** Reads the SyncConfig into the cache after a conflict (one GET per conflict; the watch may lag). */
+  async #refresh(namespace: string, name: string): Promise<boolean> {
+    try {
+      const path = `/apis/sync.appuio.ch/v1alpha1/namespaces/${encodeURIComponent(namespace)}/syncconfigs/${
+        encodeURIComponent(name)
+      }`;
+      this.deps.syncConfigs.upsert(await this.deps.client.request<object>({ method: "GET", path, urgent: true }));
+      return true;
+    } catch {
+      return false;
     }
   }
 }
