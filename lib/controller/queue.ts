@@ -17,6 +17,11 @@ export class WorkQueue<K, T = undefined> {
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   #waiters: (() => void)[] = [];
   #shutDown = false;
+  /**
+   * Told when `key` starts waiting: an add that the queue did not absorb into a key already waiting, as client-go
+   * counts `workqueue_adds_total`. A key added during its processing is reported once, when it starts waiting again.
+   */
+  onAdd?: (key: K, tag: T | undefined) => void;
 
   constructor(readonly priorities: number) {
     this.#levels = Array.from({ length: priorities }, () => new Set<K>());
@@ -39,7 +44,10 @@ export class WorkQueue<K, T = undefined> {
     this.#levels[p].add(key);
     this.#queued.set(key, p);
     this.#tags.set(key, tag);
-    if (current === undefined) this.#queuedAt.set(key, performance.now());
+    if (current === undefined) {
+      this.#queuedAt.set(key, performance.now());
+      this.onAdd?.(key, tag);
+    }
     this.#wake();
   }
 

@@ -1,16 +1,43 @@
 /**
- * The controller-runtime and client-go metrics that dashboards and alerts built for the Go espejo use, served beside
- * `espejo_*` where the meaning matches, so they do not go blank after the switch (README "Metrics").
+ * The controller-runtime (v0.18) and client-go metrics that dashboards and alerts built for the Go espejo v0.5.0 use,
+ * served beside `espejo_*` under the same names, label names and label values where the meaning matches, so they do
+ * not go blank after the switch (README "Metrics").
  *
- * The mapping: the Go espejo has two controllers, `syncconfig` (a SyncConfig changed, or its interval came round)
- * and `namespace` (a namespace changed). espejo's unit is one namespace; a unit is counted under the controller of
- * what caused it (a SyncConfig change or a pass: `syncconfig`; a namespace event or a retry: `namespace`). There is
- * one work queue, named `espejo`.
+ * The mapping: the Go espejo has two controllers, `syncconfig` (a SyncConfig changed, or its RequeueAfter of one
+ * reconcile interval came round) and `namespace` (a namespace changed), each with a work queue of the same name.
+ * espejo's unit is one namespace and it has one queue; a unit, and a key in the queue, is counted under the
+ * controller of what caused it: a SyncConfig change or an interval pass under `syncconfig`, a namespace event or a
+ * retry under `namespace`.
+ *
+ * The Go `syncconfig` Reconcile always returns `RequeueAfter: --reconcile-interval`, so controller-runtime counts
+ * its runs that did not fail as `result="requeue_after"` (as `success` only with an interval of 0); espejo does the
+ * same for its `syncconfig` units, whose namespaces the next interval pass visits again. The Go `namespace`
+ * Reconcile returns an empty result: `success`. `requeue` is never counted, by either.
  */
 import * as client from "./prometheus.ts";
 
 export const LEASE_NAME = "bd39f6a0.appuio.ch";
-const QUEUE = "espejo";
+
+/** The Go espejo's controllers (controller-runtime names them after the lowercased Kind they are `For`). */
+export const CONTROLLERS = ["syncconfig", "namespace"] as const;
+export type CompatController = typeof CONTROLLERS[number];
+
+/** controller-runtime's values of `controller_runtime_reconcile_total{result}`. */
+export const RESULTS = ["success", "error", "requeue", "requeue_after"] as const;
+
+/** The controller of a unit or queue key by espejo's trigger (namespace, retry, syncconfig, interval). */
+export function controllerOf(trigger: string | undefined): CompatController {
+  return trigger === "syncconfig" || trigger === "interval" ? "syncconfig" : "namespace";
+}
+
+/** controller-runtime v0.18's buckets of controller_runtime_reconcile_time_seconds. */
+const RECONCILE_BUCKETS = [
+  ...[0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+  ...[1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60],
+];
+
+/** client-go's buckets of workqueue_queue_duration_seconds: ExponentialBuckets(10e-9, 10, 12), 1e-8 s to 1000 s. */
+const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number(`1e${i - 8}`));
 
 export class ControllerRuntimeMetrics {
   /** `host` label of rest_client_requests_total: the API server's host:port (set once the server is known). */
@@ -19,87 +46,118 @@ export class ControllerRuntimeMetrics {
   readonly #reconciles: client.Counter<"controller" | "result">;
   readonly #reconcileErrors: client.Counter<"controller">;
   readonly #reconcileTime: client.Histogram<"controller">;
-  readonly #queueDepth: client.Gauge<"name" | "controller">;
-  readonly #queueAdds: client.Counter<"name" | "controller">;
-  readonly #queueDuration: client.Histogram<"name" | "controller">;
-  readonly #restRequests: client.Counter<"code" | "host" | "method">;
+  readonly #queueDepth: client.Gauge<"name">;
+  readonly #queueAdds: client.Counter<"name">;
+  readonly #queueDuration: client.Histogram<"name">;
+  readonly #restRequests: client.Counter<"code" | "method" | "host">;
   readonly #leader: client.Gauge<"name">;
+  /** Whether interval passes run: the Go `syncconfig` Reconcile then returned RequeueAfter (see the file comment). */
+  #requeueAfter = true;
+  /** The controller each waiting queue key was counted under when it started waiting, for depth and wait time. */
+  readonly #waiting = new Map<string, CompatController>();
+  readonly #depth: Record<CompatController, number> = { syncconfig: 0, namespace: 0 };
 
   constructor(registry: client.Registry) {
     const registers = [registry];
     this.#reconciles = new client.Counter({
       name: "controller_runtime_reconcile_total",
-      help: "Total number of reconciliations per controller (controller-runtime compatible)",
+      help: "Total number of reconciliations per controller",
       labelNames: ["controller", "result"],
       registers,
     });
     this.#reconcileErrors = new client.Counter({
       name: "controller_runtime_reconcile_errors_total",
-      help: "Total number of reconciliation errors per controller (controller-runtime compatible)",
+      help: "Total number of reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
     this.#reconcileTime = new client.Histogram({
       name: "controller_runtime_reconcile_time_seconds",
-      help: "Length of time per reconciliation per controller (controller-runtime compatible)",
+      help: "Length of time per reconciliation per controller",
       labelNames: ["controller"],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60],
+      buckets: RECONCILE_BUCKETS,
       registers,
     });
     this.#queueDepth = new client.Gauge({
       name: "workqueue_depth",
-      help: "Current depth of workqueue (client-go compatible)",
-      labelNames: ["name", "controller"],
+      help: "Current depth of workqueue",
+      labelNames: ["name"],
       registers,
     });
     this.#queueAdds = new client.Counter({
       name: "workqueue_adds_total",
-      help: "Total number of items taken from the workqueue (client-go compatible)",
-      labelNames: ["name", "controller"],
+      help: "Total number of adds handled by workqueue",
+      labelNames: ["name"],
       registers,
     });
     this.#queueDuration = new client.Histogram({
       name: "workqueue_queue_duration_seconds",
-      help: "How long in seconds an item stays in workqueue before being requested (client-go compatible)",
-      labelNames: ["name", "controller"],
-      buckets: [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10],
+      help: "How long in seconds an item stays in workqueue before being requested",
+      labelNames: ["name"],
+      buckets: QUEUE_BUCKETS,
       registers,
     });
     this.#restRequests = new client.Counter({
       name: "rest_client_requests_total",
-      help: "Number of HTTP requests, partitioned by status code, method, and host (client-go compatible)",
-      labelNames: ["code", "host", "method"],
+      help: "Number of HTTP requests, partitioned by status code, method, and host.",
+      labelNames: ["code", "method", "host"],
       registers,
     });
     this.#leader = new client.Gauge({
       name: "leader_election_master_status",
-      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates " +
+        "master. 'name' is the string used to identify the lease. Please make sure to group by name.",
       labelNames: ["name"],
       registers,
     });
   }
 
+  /**
+   * The controllers start (after leader election, as controller-runtime starts them): every result of each is
+   * served at 0 from now on, as controller-runtime's initMetrics does, and its queue's depth and adds (client-go
+   * creates those with the queue). `intervalPasses`: --reconcile-interval is not 0 (see the file comment).
+   */
+  started(intervalPasses: boolean): void {
+    this.#requeueAfter = intervalPasses;
+    for (const controller of CONTROLLERS) {
+      for (const result of RESULTS) this.#reconciles.inc({ controller, result }, 0);
+      this.#reconcileErrors.inc({ controller }, 0);
+      this.#queueAdds.inc({ name: controller }, 0);
+      this.#queueDepth.set({ name: controller }, this.#depth[controller]);
+    }
+  }
+
   /** One unit of work ended; `trigger` is espejo's (namespace, retry, syncconfig, interval). */
   reconciled(trigger: string, failed: boolean, seconds: number): void {
-    const controller = trigger === "syncconfig" || trigger === "interval" ? "syncconfig" : "namespace";
-    this.#reconciles.inc({ controller, result: failed ? "error" : "success" });
+    const controller = controllerOf(trigger);
+    const result = failed ? "error" : controller === "syncconfig" && this.#requeueAfter ? "requeue_after" : "success";
+    this.#reconciles.inc({ controller, result });
     if (failed) this.#reconcileErrors.inc({ controller });
     this.#reconcileTime.observe({ controller }, seconds);
   }
 
-  /** A worker took a key that waited `seconds`. */
-  taken(seconds: number): void {
-    this.#queueAdds.inc({ name: QUEUE, controller: QUEUE });
-    this.#queueDuration.observe({ name: QUEUE, controller: QUEUE }, seconds);
+  /** `key` started waiting in the queue (see WorkQueue.onAdd): one add, under the controller of `trigger`. */
+  added(key: string, trigger: string | undefined): void {
+    if (this.#waiting.has(key)) return;
+    const name = controllerOf(trigger);
+    this.#waiting.set(key, name);
+    this.#queueAdds.inc({ name });
+    this.#queueDepth.set({ name }, ++this.#depth[name]);
   }
 
-  queueDepth(depth: number): void {
-    this.#queueDepth.set({ name: QUEUE, controller: QUEUE }, depth);
+  /**
+   * A worker took `key` after it waited `seconds`; counted under the controller it was added under, also when a
+   * more urgent add of another controller promoted it meanwhile.
+   */
+  taken(key: string, trigger: string | undefined, seconds: number): void {
+    const name = this.#waiting.get(key) ?? controllerOf(trigger);
+    if (this.#waiting.delete(key)) this.#queueDepth.set({ name }, --this.#depth[name]);
+    this.#queueDuration.observe({ name }, seconds);
   }
 
   /** A reply (`code` 0: no reply) to a request; watches are GETs, as in client-go. */
   response(method: string, code: number): void {
-    this.#restRequests.inc({ code: code === 0 ? "<error>" : String(code), host: this.host, method });
+    this.#restRequests.inc({ code: code === 0 ? "<error>" : String(code), method, host: this.host });
   }
 
   leader(isLeader: boolean): void {

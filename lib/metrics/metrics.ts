@@ -94,7 +94,6 @@ export class Metrics {
   /** The gauges a worker refreshes before it takes the next unit. */
   observeQueueAndCaches(queueLength: number, cacheSizes: Record<string, number>): void {
     this.queueDepth.set(queueLength);
-    this.compat.queueDepth(queueLength);
     for (const [cache, size] of Object.entries(cacheSizes)) this.cacheObjects.set({ cache }, size);
   }
   readonly isLeader = new client.Gauge({
