@@ -1,7 +1,9 @@
 /** Kubernetes Events on SyncConfigs: specific, and aggregated instead of repeated every pass. */
 import assert from "node:assert/strict";
+import { configure, getConfig, type LogRecord, reset } from "@logtape/logtape";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { counterValue, createNamespace, createSyncConfig, startController } from "./harness.ts";
+import { renderMessage } from "../../lib/app/logging.ts";
+import { counterValue, createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -118,3 +120,100 @@ Deno.test("A deleteItem with ${PROJECT_NAME} in its name is warned about once, i
     admin.close();
   }
 });
+
+/**
+ * Runs `fn` with the controller's log records (category `espejo`, every level) collected in the array it gets.
+ * LogTape's configuration is global to this file's worker, whose tests run one at a time; the previous one (the
+ * harness's, with ESPEJO_TEST_LOG) is put back after.
+ */
+async function withLogRecords<T>(fn: (records: LogRecord[]) => Promise<T>): Promise<T> {
+  const previous = getConfig();
+  const records: LogRecord[] = [];
+  await configure({
+    reset: true,
+    sinks: { records: (r) => records.push(r) },
+    loggers: [
+      { category: ["espejo"], lowestLevel: "debug", sinks: ["records"] },
+      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["records"] },
+    ],
+  });
+  try {
+    return await fn(records);
+  } finally {
+    if (previous) await configure({ ...previous, reset: true });
+    else await reset();
+  }
+}
+
+Deno.test(
+  "A deleteItem with ${PROJECT_NAME} of a SyncConfig that exists before the controller starts is warned about once",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("tmpl");
+    try {
+      // Everything exists before the controller starts: the SyncConfig comes in its first list.
+      await createNamespace(admin, cfgNs);
+      await createNamespace(admin, ns);
+      await admin.request({
+        method: "POST",
+        path: `/api/v1/namespaces/${ns}/configmaps`,
+        body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: `legacy-${ns}` } },
+      });
+      await createSyncConfig(admin, cfgNs, "templated-early", {
+        namespaceSelector: { matchNames: [ns] },
+        deleteItems: [
+          { apiVersion: "v1", kind: "ConfigMap", name: "plain" },
+          { apiVersion: "v1", kind: "ConfigMap", name: "legacy-${PROJECT_NAME}" },
+        ],
+      });
+      await withLogRecords(async (records) => {
+        // Its own WATCH_NAMESPACE: the controller sees no SyncConfig of the tests running beside this one.
+        const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 500 });
+        try {
+          const warning = await eventually(
+            async () =>
+              (await eventsOf(admin, cfgNs, "templated-early")).find((e) => e.reason === "TemplatedDeleteItems"),
+            20_000,
+            "the TemplatedDeleteItems event",
+          );
+          assert.equal(warning.type, "Warning");
+          assert.match(warning.message, /\.spec\.deleteItems\[1\] \(ConfigMap legacy-\$\{PROJECT_NAME\}\)/);
+          // What it warns about happened: the templated name was deleted in the namespace.
+          await eventually(
+            async () => (await getObject(admin, `/api/v1/namespaces/${ns}/configmaps/legacy-${ns}`)) === undefined,
+            20_000,
+            "the templated deleteItem deleted",
+          );
+          // Passes go on (every 500 ms); neither they nor the start's own work warn again.
+          const passes = await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" });
+          await eventually(
+            async () => (await counterValue(ctl.metrics, "espejo_syncs_total", { trigger: "interval" })) >= passes + 3,
+            20_000,
+            "three more passes",
+          );
+        } finally {
+          await ctl.stop();
+        }
+        const events = (await eventsOf(admin, cfgNs, "templated-early"))
+          .filter((e) => e.reason === "TemplatedDeleteItems");
+        assert.equal(
+          events.length,
+          1,
+          `one Event: ${JSON.stringify(events.map((e) => [e.metadata.name, e.metadata.creationTimestamp]))}`,
+        );
+        assert.equal(events[0].count ?? 1, 1, "not repeated");
+        const key = `${cfgNs}/templated-early`;
+        const lines = records.map(renderMessage).filter((m) => m.includes(`SyncConfig ${key}:`));
+        const warned = records.filter((r) => r.level === "warning" && renderMessage(r).includes(`SyncConfig ${key}:`));
+        assert.equal(warned.length, 1, `one warning in the log, of:\n${lines.join("\n")}`);
+        assert.match(renderMessage(warned[0]), /\.spec\.deleteItems\[1\] \(ConfigMap legacy-\$\{PROJECT_NAME\}\)/);
+        assert.equal(warned[0].properties.syncConfig, key);
+      });
+    } finally {
+      admin.close();
+    }
+  },
+);
