@@ -1,6 +1,6 @@
 /** The reflector's retry decision after each list-and-watch round (see nextRound in lib/kube/backoff.ts). */
 import assert from "node:assert/strict";
-import { nextRound, type Round } from "../../lib/kube/backoff.ts";
+import { backoffMs, nextRound, type Round } from "../../lib/kube/backoff.ts";
 
 /** backoffMs(n) is 800 ms × 2^(n-1), at most 30 s, ±20 %. */
 const within = (ms: number, failures: number) => {
@@ -38,4 +38,65 @@ Deno.test("nextRound: the backoff never exceeds 36 s, however many failures", ()
     assert.ok(next.waitMs <= 36_000);
     failures = next.failures;
   }
+});
+
+/** Runs `fn` with Math.random() returning `r` (0: the most negative jitter; just below 1: the most positive). */
+function withRandom<T>(r: number, fn: () => T): T {
+  const random = Math.random;
+  Math.random = () => r;
+  try {
+    return fn();
+  } finally {
+    Math.random = random;
+  }
+}
+
+Deno.test("backoffMs doubles from 0.8 s to the 30 s cap, at most 20 % either way", () => {
+  const failures = [1, 2, 3, 4, 5, 6, 7, 8, 20];
+  assert.deepEqual(failures.map((n) => withRandom(0.5, () => backoffMs(n))), [
+    800,
+    1_600,
+    3_200,
+    6_400,
+    12_800,
+    25_600,
+    30_000,
+    30_000,
+    30_000,
+  ]);
+  assert.deepEqual(failures.map((n) => withRandom(0, () => backoffMs(n))), [
+    640,
+    1_280,
+    2_560,
+    5_120,
+    10_240,
+    20_480,
+    24_000,
+    24_000,
+    24_000,
+  ]);
+  assert.deepEqual(failures.map((n) => withRandom(1 - Number.EPSILON, () => backoffMs(n))), [
+    960,
+    1_920,
+    3_840,
+    7_680,
+    15_360,
+    30_720,
+    36_000,
+    36_000,
+    36_000,
+  ]);
+});
+
+Deno.test("nextRound: failures in a row wait 0.8 s, 1.6 s, 3.2 s, ... as the outage test sees them", () => {
+  let failures = 0;
+  const waits: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const next = withRandom(0.5, () => nextRound(failures, { healthy: false, ended: "failed" }));
+    failures = next.failures;
+    waits.push(next.waitMs);
+  }
+  assert.deepEqual(waits, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
+  // The first failure of a watch that was healthy (the server just went away) starts at 0.8 s again.
+  assert.equal(withRandom(0.5, () => nextRound(failures, { healthy: true, ended: "failed" })).waitMs, 800);
 });
