@@ -8,7 +8,9 @@
  * both: the Go espejo ships no RBAC for synced kinds). Once converged (statuses present, objects and statuses
  * unchanged for 3 reconcile intervals) everything is snapshotted (checkpoint 1); then namespaces are relabelled,
  * objects edited by hand and SyncConfigs edited, and after convergence a second snapshot is taken (checkpoint 2).
- * The snapshots of both controllers are normalised and diffed.
+ * The snapshots of both controllers are normalised and diffed, and each difference is labelled with the bullet of
+ * README's "Different, on purpose" list it belongs to, or NOT LISTED. espejo (Deno) runs with the shipped permission
+ * set (deno.permissions), as its image does.
  *
  * Scale phase (--namespaces N --items K, 0 namespaces skips it): N namespaces and K items, the controller under the
  * Go espejo Deployment's limits (memory 100Mi, cpu 300m, as cgroup v1 memory and cpu controllers; needs root), timed
@@ -19,6 +21,7 @@
  *
  * Nothing of the Go espejo is part of this repository: pass a binary built elsewhere.
  */
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { repoRoot } from "../testenv/build.ts";
@@ -31,6 +34,7 @@ import {
   kubeconfigYaml,
 } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
+import { espejoPermissions } from "../testenv/permissions.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
 import { parseGoDuration } from "../lib/app/duration.ts";
@@ -44,6 +48,7 @@ import {
   emptyTally,
   flatten,
   formatCounts,
+  isListed,
   ITEMS_PER_SCALE_CONFIG,
   listedHint,
   mapPrefix,
@@ -52,6 +57,7 @@ import {
   mib,
   normalizeObject,
   type Obj,
+  onPurposeBullets,
   preexistingObjects,
   PREFIX_TOKEN,
   requestsOf,
@@ -107,6 +113,18 @@ const convergeTimeoutMs = Number(values["converge-timeout"]) * 1000;
 const scaleTimeoutMs = Number(values["scale-timeout"]) * 1000;
 const steadyMs = Number(values.steady) * 1000;
 const denoMain = values["deno-main"] ?? join(repoRoot, "main.ts");
+/** The shipped permission set; another checkout's main.ts (--deno-main) runs with its own deno.permissions if it has one. */
+function readPermissions(): string[] {
+  const other = join(dirname(denoMain), "deno.permissions");
+  if (!values["deno-main"] || !existsSync(other)) return espejoPermissions();
+  return Deno.readTextFileSync(other).split("\n").map((l) => l.trim()).filter(Boolean);
+}
+const denoPermissions = readPermissions();
+/** README's "Different, on purpose" list, which the report's labels are checked against (of --deno-main's checkout). */
+const readmePath = values["deno-main"] && existsSync(join(dirname(denoMain), "README.md"))
+  ? join(dirname(denoMain), "README.md")
+  : join(repoRoot, "README.md");
+const onPurpose = onPurposeBullets(await Deno.readTextFile(readmePath));
 for (const [name, v] of Object.entries({ scaleN, scaleK, cpuQuota, cpuPeriod, convergeTimeoutMs, steadyMs })) {
   if (!Number.isFinite(v) || v < 0) {
     console.error(`compare: bad value for ${name}\n${USAGE}`);
@@ -152,7 +170,9 @@ const contenders: Contender[] = [
     cwd: dirname(denoMain),
     args: (p) => [
       "run",
-      "--allow-all",
+      // The shipped permission set (deno.permissions, as the Dockerfile compiles it), nothing more: both controllers
+      // only need to reach the API server and serve metrics; a permission main.ts lacks in the image fails here too.
+      ...denoPermissions,
       "--v8-flags=--optimize-for-size",
       denoMain,
       `--reconcile-interval=${interval}`,
@@ -495,6 +515,36 @@ interface Convergence {
   exited?: string;
 }
 
+/**
+ * Each SyncConfig's counts (synchronized/deleted/failed) as they changed over a run, by name: what the checkpoints'
+ * diff cannot show (a count that is set and falls back between two checkpoints).
+ */
+type CountHistory = Map<string, { atMs: number; counts: string }[]>;
+
+const COUNT_POLL_MS = 250;
+
+/** Lists the run's SyncConfigs every {@link COUNT_POLL_MS} until `stop` aborts, noting each change of their counts. */
+async function pollCounts(admin: HttpKubeClient, p: string, proc: Proc, history: CountHistory, stop: AbortSignal) {
+  while (!stop.aborted) {
+    const configs = await list(admin, `/apis/sync.appuio.ch/v1alpha1/namespaces/${p}-cfg/syncconfigs`).catch(() => []);
+    const atMs = performance.now() - proc.startedAt;
+    for (const sc of configs) {
+      const s = (sc.status ?? {}) as {
+        synchronizedItemCount?: number;
+        deletedItemCount?: number;
+        failedItemCount?: number;
+      };
+      const counts = sc.status
+        ? `${s.synchronizedItemCount ?? "-"}/${s.deletedItemCount ?? "-"}/${s.failedItemCount ?? "-"}`
+        : "(no status)";
+      const seen = history.get(md(sc).name) ?? [];
+      if (seen.at(-1)?.counts !== counts) seen.push({ atMs, counts });
+      history.set(md(sc).name, seen);
+    }
+    await delay(COUNT_POLL_MS);
+  }
+}
+
 async function fingerprint(admin: HttpKubeClient, p: string): Promise<Map<string, string> | undefined> {
   const out = new Map<string, string>();
   try {
@@ -619,6 +669,9 @@ interface SemanticRun {
   username: string;
   checkpoints: { name: string; convergence: Convergence; snapshot: Snapshot; requests: AuditEvent[] }[];
   steadyRequests: AuditEvent[];
+  counts: CountHistory;
+  /** When the mutations of checkpoint 2 began, from the controller's start. */
+  mutatedAtMs: number;
   mem: MemorySamples;
   cpuSeconds: number;
   exit: string;
@@ -653,6 +706,9 @@ async function runSemantic(
     c.cwd,
   );
   const checkpoints: SemanticRun["checkpoints"] = [];
+  const counts: CountHistory = new Map();
+  const stopPolling = new AbortController();
+  const polling = pollCounts(admin, p, proc, counts, stopPolling.signal);
   try {
     const conv1 = await waitStable(admin, p, proc, convergeTimeoutMs);
     log(
@@ -666,6 +722,7 @@ async function runSemantic(
       requests: req1,
     });
 
+    const mutatedAtMs = performance.now() - proc.startedAt;
     for (const m of scenarioMutations(p)) {
       await admin.request({ method: "PATCH", path: m.path, contentType: "application/merge-patch+json", body: m.body })
         .catch((e) => log(`${c.title}: mutation "${m.what}" failed: ${(e as Error).message}`));
@@ -693,17 +750,23 @@ async function runSemantic(
     });
     await delay(steadyMs);
     const steadyRequests = await windowRequests(audit, identity.username);
+    stopPolling.abort();
+    await polling;
     const status = await proc.stop();
     return {
       contender: c,
       username: identity.username,
       checkpoints,
       steadyRequests,
+      counts,
+      mutatedAtMs,
       mem: proc.mem,
       cpuSeconds: proc.cpuSeconds,
       exit: `code ${status.code}${status.signal ? ` (${status.signal})` : ""}`,
     };
   } finally {
+    stopPolling.abort();
+    await polling;
     if (!proc.exited) await proc.stop();
   }
 }
@@ -880,17 +943,23 @@ function diffTables(rows: DiffRow[]): string {
     return `**${title}** (${rs.length}):\n\n${
       mdTable(
         ["#", "object", "field", "Go espejo", "espejo (Deno)", 'README "Different, on purpose"'],
-        rs.map((r, i) => [i + 1, r.object, r.field, r.a, r.b, listedHint(r)]),
+        rs.map((r, i) => [i + 1, r.object, r.field, r.a, r.b, listedHint(r, onPurpose)]),
         400,
       )
     }\n`;
   };
+  const unlisted = rows.filter((r) => !isListed(listedHint(r, onPurpose))).length;
   return [
+    `${rows.length} differences, ${
+      unlisted ? `**${unlisted} NOT LISTED**` : "all of them listed"
+    } in README's "Different, on purpose" (${onPurpose.length} bullets read from ${readmePath}).\n`,
     part("object", "Objects present in one only"),
     part("field", "Field differences"),
     part("status", "SyncConfig status differences"),
   ].join("\n");
 }
+
+const RETIRED_IN = ["team-a", "team-b", "silver", "late"];
 
 function sanityChecks(go: Snapshot, deno: Snapshot): string {
   const P = PREFIX_TOKEN;
@@ -921,12 +990,12 @@ function sanityChecks(go: Snapshot, deno: Snapshot): string {
         (get(s, `${P}-silver/NetworkPolicy.networking.k8s.io/allow-same-namespace`)?.spec as Obj)?.podSelector,
       )],
     [
-      "retired-config left (team-a, team-b, silver)",
-      (s) => ["team-a", "team-b", "silver"].map((n) => has(s, `${P}-${n}/ConfigMap/retired-config`)).join(", "),
+      "retired-config left (team-a, team-b, silver, late)",
+      (s) => RETIRED_IN.map((n) => has(s, `${P}-${n}/ConfigMap/retired-config`)).join(", "),
     ],
     [
-      "retired-${PROJECT_NAME} Secrets left (team-a, team-b, silver)",
-      (s) => ["team-a", "team-b", "silver"].map((n) => has(s, `${P}-${n}/Secret/retired-${P}-${n}`)).join(", "),
+      "retired-${PROJECT_NAME} Secrets left (team-a, team-b, silver, late)",
+      (s) => RETIRED_IN.map((n) => has(s, `${P}-${n}/Secret/retired-${P}-${n}`)).join(", "),
     ],
     ...["late", "leaving", "team-sandbox", "frozen"].map((t): [string, (s: Snapshot) => string] => [
       `${t} tenant-info`,
@@ -954,6 +1023,7 @@ function markerTable(go: MarkerTally, deno: MarkerTally): string {
     [`label ${"sync.appuio.ch/managed-by"}`, go.label, deno.label],
     ["annotation sync.appuio.ch/owner", go.owner, deno.owner],
     ["annotation sync.appuio.ch/desired-hash", go.hash, deno.hash],
+    ["annotation sync.appuio.ch/created-by", go.createdBy, deno.createdBy],
     ["owner values", owners(go), owners(deno)],
   ], 2000);
 }
@@ -966,6 +1036,23 @@ function eventTable(runs: SemanticRun[]): string {
     for (const e of evs) rows.push([r.contender.title, e.object, e.type, e.reason, e.count, e.message]);
   }
   return mdTable(["controller", "involved object", "type", "reason", "count", "message (first)"], rows, 400);
+}
+
+function countsTable(runs: SemanticRun[]): string {
+  const names = [...new Set(runs.flatMap((r) => [...r.counts.keys()]))].sort();
+  const cell = (r: SemanticRun, name: string) =>
+    (r.counts.get(name) ?? []).map((c) => `${c.counts} (${seconds(c.atMs)})`).join(" → ");
+  return [
+    `Each SyncConfig's synchronizedItemCount/deletedItemCount/failedItemCount, listed every ${COUNT_POLL_MS} ms, with the`,
+    "time from the controller's start; mutations began at " +
+    runs.map((r) => `${seconds(r.mutatedAtMs)} (${r.contender.title})`).join(", ") + ".",
+    "",
+    mdTable(
+      ["SyncConfig", ...runs.map((r) => r.contender.title)],
+      names.map((n) => [n, ...runs.map((r) => cell(r, n))]),
+      2000,
+    ),
+  ].join("\n");
 }
 
 function semanticReport(go: SemanticRun, deno: SemanticRun): string {
@@ -999,6 +1086,7 @@ function semanticReport(go: SemanticRun, deno: SemanticRun): string {
   }
   const last = (r: SemanticRun) => r.checkpoints.at(-1)!.snapshot;
   out.push(`\n### Checks on the final state\n\n${sanityChecks(last(go), last(deno))}\n`);
+  out.push(`\n### Status counts over the run (not diffed)\n\n${countsTable([go, deno])}\n`);
   out.push(`\n### Events (not diffed)\n\n${eventTable([go, deno])}\n`);
   out.push("\n### Requests (audit log, by controller identity)\n");
   out.push(
@@ -1132,7 +1220,7 @@ try {
       ["command", `deno task compare ${Deno.args.join(" ")}`],
       ["date", new Date().toISOString()],
       ["Go espejo", `${goBinary}`],
-      ["espejo (Deno)", `deno ${Deno.version.deno}, ${denoMain}`],
+      ["espejo (Deno)", `deno ${Deno.version.deno} run ${denoPermissions.join(" ")} ${denoMain}`],
       [
         "flags of both",
         `--reconcile-interval=${interval} --metrics-addr=127.0.0.1:<free port>; WATCH_NAMESPACE=<P>-cfg`,

@@ -14,6 +14,7 @@ export const SCALE_LABEL = "cmp.example/scale";
 export const MARKER_LABEL = "sync.appuio.ch/managed-by";
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
+export const CREATED_BY_ANNOTATION = "sync.appuio.ch/created-by";
 export const PREFIX_TOKEN = "<P>";
 
 const b64 = (s: string) => btoa(s);
@@ -72,7 +73,8 @@ export function preexistingObjects(p: string): Obj[] {
     // not named by anything: must stay
     cm("alpha", "unrelated"),
   ];
-  for (const ns of ["team-a", "team-b", "silver"]) {
+  // "late" is selected only after its relabel: there the deletes follow a namespace event.
+  for (const ns of ["team-a", "team-b", "silver", "late"]) {
     out.push(cm(ns, "retired-config")); // deleteItem with a literal name
     out.push(secret(ns, `retired-${p}-${ns}`, { old: "yes" })); // deleteItem "retired-${PROJECT_NAME}"
   }
@@ -356,10 +358,18 @@ export interface MarkerTally {
   label: number;
   owner: number;
   hash: number;
+  createdBy: number;
   ownerValues: Record<string, number>;
 }
 
-export const emptyTally = (): MarkerTally => ({ objects: 0, label: 0, owner: 0, hash: 0, ownerValues: {} });
+export const emptyTally = (): MarkerTally => ({
+  objects: 0,
+  label: 0,
+  owner: 0,
+  hash: 0,
+  createdBy: 0,
+  ownerValues: {},
+});
 
 const TIMESTAMP_KEYS = new Set(["lastTransitionTime", "lastUpdateTime", "lastHeartbeatTime", "lastProbeTime"]);
 
@@ -388,7 +398,8 @@ const IP = /^[0-9a-f.:]+$/i;
 
 /**
  * An object as compared: server-set identity and bookkeeping dropped (uid, resourceVersion, creationTimestamp,
- * managedFields, generation, condition timestamps), espejo (Deno)'s markers dropped and tallied, Secret data
+ * managedFields, generation, condition timestamps), espejo (Deno)'s markers (the label, the owner, desired-hash and
+ * created-by annotations; README lists them) dropped and tallied, Secret data
  * decoded (base64 of a templated value would differ by the prefix), allocated cluster IPs masked, prefix mapped.
  */
 export function normalizeObject(raw: Obj, prefix: string, tally: MarkerTally | undefined): Obj {
@@ -405,6 +416,7 @@ export function normalizeObject(raw: Obj, prefix: string, tally: MarkerTally | u
     tally.objects++;
     if (labels?.[MARKER_LABEL] !== undefined) tally.label++;
     if (annotations?.[HASH_ANNOTATION] !== undefined) tally.hash++;
+    if (annotations?.[CREATED_BY_ANNOTATION] !== undefined) tally.createdBy++;
     const owner = annotations?.[OWNER_ANNOTATION];
     if (owner !== undefined) {
       tally.owner++;
@@ -419,6 +431,7 @@ export function normalizeObject(raw: Obj, prefix: string, tally: MarkerTally | u
   if (annotations) {
     delete annotations[OWNER_ANNOTATION];
     delete annotations[HASH_ANNOTATION];
+    delete annotations[CREATED_BY_ANNOTATION];
     if (Object.keys(annotations).length === 0) delete md.annotations;
   }
   if (o.kind === "Secret" && o.data && typeof o.data === "object") {
@@ -501,31 +514,100 @@ export function diffSnapshots(a: Map<string, Obj>, b: Map<string, Obj>): DiffRow
 }
 
 /**
- * A first guess of whether a difference is one of README's "Different, on purpose" items; anything not recognised
- * is reported as not listed. Only a hint: the report's reader judges.
+ * The bullets of README's "Different, on purpose" list (under "Migrating from the Go espejo"), each as one line with
+ * its whitespace collapsed; empty if the list is not found.
  */
-export function listedHint(row: DiffRow): string {
-  const ns = row.object.split("/")[0];
-  if (row.type === "object" && (ns === `${PREFIX_TOKEN}-alphabet` || ns === `${PREFIX_TOKEN}-omega`)) {
-    return "listed: patterns anchored as a whole";
+export function onPurposeBullets(readme: string): string[] {
+  const lines = readme.split("\n");
+  const start = lines.findIndex((l) => l.trim() === "Different, on purpose:");
+  if (start < 0) return [];
+  const bullets: string[] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith("#")) break;
+    if (line.startsWith("- ")) bullets.push(line.slice(2).trim());
+    else if (/^\s+\S/.test(line) && bullets.length) bullets[bullets.length - 1] += ` ${line.trim()}`;
+    else if (line.trim() && bullets.length) break; // the first paragraph after the list
   }
-  if (row.type === "object" && /\/Secret\/retired-<P>-/.test(row.object)) {
-    return "**NOT LISTED** (README's migration step 2 documents templated deleteItems)";
-  }
-  if (row.object.endsWith("/alternation") && row.field.startsWith("status.synchronizedItemCount")) {
-    return "listed: patterns anchored as a whole (its count)";
-  }
-  if (/^status\.conditions\.(Errored|Invalid)\.status$/.test(row.field) && row.a === '"True"' && row.b === '"False"') {
-    return "listed: Errored/Invalid set back to False";
-  }
-  if (row.field === "status.conditions.Invalid.reason" && row.b === '"ValidSyncConfigSpec"') {
-    return "listed: Invalid=False uses ValidSyncConfigSpec";
-  }
-  if (row.field === "status.conditions.Errored.reason" && row.b === '"SynchronizationSucceeded"') {
-    return "partly: Errored back to False is listed, not this reason";
-  }
-  return "**NOT LISTED**";
+  return bullets.map((b) => b.replace(/\s+/g, " "));
 }
+
+const num = (v: string) => Number(v);
+const str = (v: string) => v.startsWith('"') ? JSON.parse(v) as string : v;
+const statusOf = (row: DiffRow, cfg: string) =>
+  row.type === "status" && row.object.endsWith(`/SyncConfig.sync.appuio.ch/${cfg}`);
+
+/**
+ * How a difference is recognised as one of README's "Different, on purpose" bullets: the bullet is found by a phrase
+ * it contains (so a bullet that is removed or reworded shows as NOT LISTED here), the difference by what the
+ * scenario's SyncConfig is there to show and the values each controller has.
+ */
+const LISTED: { phrase: string; matches: (row: DiffRow) => boolean }[] = [
+  {
+    phrase: "Patterns are anchored as a whole",
+    matches: (r) =>
+      (r.type === "object" && /^<P>-(alphabet|omega)\/ConfigMap\/alternation-marker$/.test(r.object)) ||
+      (statusOf(r, "alternation") && r.field === "status.synchronizedItemCount" && num(r.a) > num(r.b)),
+  },
+  {
+    phrase: "deleteItems names are templated",
+    matches: (r) =>
+      r.type === "object" && /^<P>-[a-z-]+\/Secret\/retired-<P>-[a-z-]+$/.test(r.object) && r.b === "(absent)",
+  },
+  {
+    phrase: "A cluster-scoped item",
+    matches: (r) =>
+      (r.type === "object" && r.object.startsWith("(cluster)/ClusterRole.") && r.b === "(absent)") ||
+      (statusOf(r, "cluster-scoped") &&
+        /^status\.(conditions\.(Ready|Errored)\.|synchronizedItemCount$|failedItemCount$)/.test(r.field)),
+  },
+  {
+    phrase: "is set back to `False`",
+    matches: (r) =>
+      (/^status\.conditions\.(Errored|Invalid)\.status$/.test(r.field) && r.a === '"True"' && r.b === '"False"') ||
+      (r.field === "status.conditions.Errored.reason" && r.b === '"SynchronizationSucceeded"') ||
+      (r.field === "status.conditions.Errored.message" && r.b === '""') ||
+      (r.field === "status.conditions.Invalid.reason" && r.b === '"ValidSyncConfigSpec"') ||
+      (r.field === "status.conditions.Invalid.message" && r.b === '"The spec is valid"'),
+  },
+  {
+    phrase: "Messages are specific",
+    matches: (r) =>
+      r.type === "status" && r.a !== "(absent)" && (
+        (r.field === "status.conditions.Ready.message" && str(r.b).startsWith("Synchronization completed with ")) ||
+        (r.field === "status.conditions.Errored.message" &&
+          str(r.b).startsWith("Could not sync or delete any items: ")) ||
+        (r.field === "status.conditions.Invalid.message" && str(r.b).startsWith("SyncConfig "))
+      ),
+  },
+  {
+    // partial-failure's deleteItem names a kind the API server does not serve
+    phrase: "A deleteItem that fails",
+    matches: (r) =>
+      statusOf(r, "partial-failure") &&
+      ((r.field === "status.deletedItemCount" && num(r.a) > num(r.b)) ||
+        (r.field === "status.failedItemCount" && num(r.b) > num(r.a))),
+  },
+  {
+    phrase: "`deletedItemCount` adds up",
+    matches: (r) => statusOf(r, "tenant-defaults") && r.field === "status.deletedItemCount",
+  },
+];
+
+/**
+ * Whether a difference is one of README's "Different, on purpose" bullets (`bullets`, see {@link onPurposeBullets}):
+ * "listed: <the phrase of its bullet>", or NOT LISTED. Only a hint: the report's reader judges.
+ */
+export function listedHint(row: DiffRow, bullets: string[]): string {
+  const rule = LISTED.find((l) => l.matches(row));
+  if (!rule) return "**NOT LISTED**";
+  const phrase = rule.phrase.toLowerCase();
+  if (!bullets.some((b) => b.toLowerCase().includes(phrase))) {
+    return `**NOT LISTED** (README has no bullet with "${rule.phrase}")`;
+  }
+  return `listed: "${rule.phrase}"`;
+}
+
+export const isListed = (hint: string) => hint.startsWith("listed");
 
 // ---------------------------------------------------------------------------------------------------------------
 // Requests
