@@ -3,7 +3,7 @@
  * Flags -> config, logging, API client, probes and metrics, leader election, the controller, signal handling.
  */
 import { getLogger } from "@logtape/logtape";
-import { parseConfig } from "./lib/app/config.ts";
+import { FlagError, readCommandLine } from "./lib/app/config.ts";
 import { formatDuration } from "./lib/app/duration.ts";
 import { Controller } from "./lib/controller/controller.ts";
 import { serveMetrics, serveProbes } from "./lib/app/http_server.ts";
@@ -13,7 +13,6 @@ import { LeaderElector } from "./lib/kube/leader.ts";
 import { setupLogging } from "./lib/app/logging.ts";
 import { Metrics } from "./lib/metrics/metrics.ts";
 import { VERSION } from "./lib/app/version.ts";
-import { runPlan } from "./lib/app/plan_command.ts";
 
 /** A unit of work that has been running this long (a wedged worker) makes /healthz report unhealthy. */
 const WEDGED_AFTER_MS = 5 * 60_000;
@@ -21,7 +20,19 @@ const WEDGED_AFTER_MS = 5 * 60_000;
 const SHUTDOWN_LIMIT_MS = 20_000;
 
 async function main(): Promise<number> {
-  const config = parseConfig(Deno.args, Deno.env.toObject(), VERSION);
+  let commandLine;
+  try {
+    commandLine = readCommandLine(Deno.args, Deno.env.toObject(), VERSION);
+  } catch (e) {
+    if (!(e instanceof FlagError)) throw e;
+    console.error(`error: ${e.message}`);
+    return e.exitCode;
+  }
+  if ("print" in commandLine) {
+    console.log(commandLine.print.trimEnd());
+    return 0;
+  }
+  const config = commandLine.run;
   await setupLogging(config.logFormat, config.verbose);
   const log = getLogger(["espejo", "main"]);
   log.info("Starting espejo {version}", {
@@ -153,6 +164,10 @@ function podNamespace(): string | undefined {
 
 if (import.meta.main) {
   // `espejo plan ...` shows what the controller would do (lib/app/plan_command.ts); anything else runs it.
-  if (Deno.args[0] === "plan") Deno.exit(await runPlan(Deno.args.slice(1), Deno.env.toObject()));
+  // Imported only then: the plan's code (and its YAML parser) would cost the controller memory it never uses.
+  if (Deno.args[0] === "plan") {
+    const { runPlan } = await import("./lib/app/plan_command.ts");
+    Deno.exit(await runPlan(Deno.args.slice(1), Deno.env.toObject()));
+  }
   Deno.exit(await main());
 }

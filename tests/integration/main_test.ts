@@ -5,7 +5,7 @@ import { repoRoot } from "../../testenv/build.ts";
 import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
-import { espejoPermissions } from "../../testenv/permissions.ts";
+import { espejoPermissions, espejoV8Flags, shippedFlags } from "../../testenv/permissions.ts";
 import { imageEnvironment } from "../../testenv/image_env.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -13,7 +13,7 @@ const mainTs = join(repoRoot, "main.ts");
 
 async function runMain(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...espejoPermissions(), mainTs, ...args],
+    args: ["run", ...shippedFlags(), mainTs, ...args],
     env,
     stdout: "piped",
     stderr: "piped",
@@ -39,12 +39,13 @@ Deno.test("main exits 1 with a one-line reason on a bad flag value", opts, async
       [["--reconcile-interval", "ten"], /reconcile-interval.*invalid duration "ten"/],
       [["--metrics-addr", "nonsense"], /metrics-addr.*not an address/],
       [["--log-format", "xml"], /log-format.*xml/],
-      [["--no-such-flag"], /unknown option '--no-such-flag'/],
+      [["--no-such-flag"], /unknown flag: --no-such-flag/], // pflag's words
     ] as const
   ) {
     const { code, stderr } = await runMain([...args]);
     assert.equal(code, 1, `${args.join(" ")} exits 1`);
     assert.match(stderr.split("\n")[0], reason);
+    assert.equal(stderr.trim().split("\n").length, 1, `one line: ${stderr}`);
   }
 });
 
@@ -62,7 +63,7 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        ...espejoPermissions(),
+        ...shippedFlags(),
         mainTs,
         "--kubeconfig",
         kubeconfig,
@@ -124,13 +125,22 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
   }
 });
 
-Deno.test("The shipped binary and the process tests use one permission set", () => {
+Deno.test("The shipped binary and the process tests use one permission set and one set of V8 flags", () => {
   const flags = espejoPermissions();
   assert.ok(flags.length > 0 && flags.every((f) => f.startsWith("--allow-")), flags.join(" "));
   assert.ok(!flags.includes("--allow-all") && !flags.includes("-A"), "least privilege, not everything");
+  const v8 = espejoV8Flags();
+  assert.ok(v8.length > 0 && v8.every((f) => f.startsWith("--v8-flags=")), v8.join(" "));
+  assert.deepEqual(shippedFlags(), [...flags, ...v8]);
   const dockerfile = Deno.readTextFileSync(join(repoRoot, "Dockerfile"));
-  assert.match(dockerfile, /deno compile \$\(cat deno\.permissions\)/, "the Dockerfile compiles with the set");
+  assert.match(
+    dockerfile,
+    /deno compile \$\(cat deno\.permissions\) \$\(cat deno\.v8-flags\)/,
+    "the Dockerfile compiles with both",
+  );
   const tasks = JSON.parse(Deno.readTextFileSync(join(repoRoot, "deno.json"))).tasks as Record<string, string>;
   assert.equal(imageEnvironment().MALLOC_ARENA_MAX, "2", "the image's allocator settings are read from the Dockerfile");
-  assert.match(tasks.compile, /\$\(cat deno\.permissions\)/, "deno task compile uses the set");
+  for (const task of ["compile", "dev"]) {
+    assert.match(tasks[task], /\$\(cat deno\.permissions\) \$\(cat deno\.v8-flags\)/, `deno task ${task} uses both`);
+  }
 });

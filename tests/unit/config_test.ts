@@ -1,16 +1,15 @@
 import assert from "node:assert/strict";
-import { CommanderError } from "commander";
 import fc from "fast-check";
 import {
   type Config,
+  FlagError,
   namespaceNameProblem,
-  normalizeBooleanFlags,
   parseConfig,
   parseListenAddr,
+  readCommandLine,
 } from "../../lib/app/config.ts";
 
-const parse = (args: string[], env: Record<string, string | undefined> = {}): Config =>
-  parseConfig(args, env, "test", true);
+const parse = (args: string[], env: Record<string, string | undefined> = {}): Config => parseConfig(args, env);
 
 Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () => {
   assert.deepEqual(parse([]), {
@@ -65,7 +64,7 @@ Deno.test("parseConfig: --full-compare-interval takes a Go duration, 0 included,
   assert.equal(parse(["--full-compare-interval=1h"]).fullCompareIntervalMs, 3_600_000);
   assert.equal(parse(["--full-compare-interval", "0"]).fullCompareIntervalMs, 0);
   assert.throws(() => parse(["--full-compare-interval=-1s"]), /must not be negative/);
-  assert.throws(() => parse(["--full-compare-interval=soon"]), CommanderError);
+  assert.throws(() => parse(["--full-compare-interval=soon"]), FlagError);
 });
 
 const BOOLEANS: [args: string[], leader: boolean, verbose: boolean][] = [
@@ -178,7 +177,7 @@ const BAD_NAMESPACES: [value: string, reason: RegExp][] = [
 for (const [value, reason] of BAD_NAMESPACES) {
   Deno.test(`parseConfig rejects WATCH_NAMESPACE ${JSON.stringify(value)} naming the variable and the reason`, () => {
     assert.throws(() => parse([], { WATCH_NAMESPACE: value }), (e: unknown) => {
-      assert.ok(e instanceof CommanderError, `expected a CommanderError, got ${e}`);
+      assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
       assert.equal(e.exitCode, 1);
       assert.match(e.message, /WATCH_NAMESPACE/);
       assert.ok(e.message.includes(JSON.stringify(value)), e.message);
@@ -214,18 +213,19 @@ const BAD: [args: string[], part: string][] = [
   [["--metrics-addr=:99999"], "--metrics-addr"],
   [["--metrics-addr=:65536"], "--metrics-addr"],
   [["--health-addr=8081"], "--health-addr"],
-  [["--nope"], "unknown option"],
-  [["--enable-leader-election=yes"], "unknown option"],
+  [["--nope"], "unknown flag: --nope"],
+  [["-x"], "unknown shorthand flag: 'x' in -x"],
+  [["--enable-leader-election=yes"], 'invalid argument "yes" for "--enable-leader-election" flag'],
   [["--log-format=xml"], "--log-format"],
   [["--kube-api-qps=0"], "--kube-api-qps"],
   [["--kube-api-burst=many"], "--kube-api-burst"],
-  [["--reconcile-interval"], "--reconcile-interval"], // missing value
+  [["--reconcile-interval"], "flag needs an argument: --reconcile-interval"], // missing value
 ];
 
 for (const [args, part] of BAD) {
   Deno.test(`parseConfig rejects ${JSON.stringify(args)} with a message naming ${part}`, () => {
     assert.throws(() => parse(args), (e: unknown) => {
-      assert.ok(e instanceof CommanderError, `expected a CommanderError, got ${e}`);
+      assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
       assert.ok(e.message.includes(part), e.message);
       assert.equal(e.exitCode, 1);
       return true;
@@ -258,17 +258,24 @@ for (const text of ["", "8080", ":", ":abc", "host:", ":65536", ":123456", "::1:
   });
 }
 
-const NORMALIZE: [args: string[], want: string[]][] = [
-  [["--enable-leader-election=true"], ["--enable-leader-election"]],
-  [["--enable-leader-election=false"], []],
-  [["--verbose=true", "-v=false"], []], // the last occurrence wins, as in pflag
-  [["--metrics-addr=true"], ["--metrics-addr=true"]], // not a boolean flag
-  [["--kubeconfig", "--verbose=true"], ["--kubeconfig", "--verbose"]],
-  [["--reconcile-interval=10s", "x"], ["--reconcile-interval=10s", "x"]],
+const PFLAG: [args: string[], check: (c: Config) => void][] = [
+  // The last occurrence wins, booleans included.
+  [["--verbose=true", "-v=false"], (c) => assert.equal(c.verbose, false)],
+  [["--reconcile-interval=1m", "--reconcile-interval=2m"], (c) => assert.equal(c.reconcileIntervalMs, 120_000)],
+  // A flag that takes a value takes the next word, even one that starts with a dash.
+  [["--kubeconfig", "--verbose=true"], (c) => assert.deepEqual([c.kubeconfig, c.verbose], ["--verbose=true", false])],
+  // `--` ends the flags: what follows is positional.
+  [["--", "--verbose"], (c) => assert.deepEqual([c.verbose, c.ignoredArgs], [false, ["--verbose"]])],
+  [["-"], (c) => assert.deepEqual(c.ignoredArgs, ["-"])],
 ];
 
-for (const [args, want] of NORMALIZE) {
-  Deno.test(`normalizeBooleanFlags rewrites ${JSON.stringify(args)} to ${JSON.stringify(want)}`, () => {
-    assert.deepEqual(normalizeBooleanFlags(args), want);
-  });
+for (const [args, check] of PFLAG) {
+  Deno.test(`parseConfig reads ${JSON.stringify(args)} as pflag does`, () => check(parse(args)));
 }
+
+Deno.test("readCommandLine: --help and --version print instead of running", () => {
+  const help = readCommandLine(["--reconcile-interval=1m", "-h"], {}, "1.2.3");
+  assert.ok("print" in help && help.print.includes("--reconcile-interval <duration>"), JSON.stringify(help));
+  assert.ok("print" in help && help.print.includes("(default: 10s)"));
+  assert.deepEqual(readCommandLine(["--version"], {}, "1.2.3"), { print: "1.2.3" });
+});

@@ -1,0 +1,92 @@
+/**
+ * Command-line flags as Go's pflag reads them, for the flags the Go espejo's Deployment passes: `--name value`,
+ * `--name=value`, booleans as `--name` or `--name=<any strconv.ParseBool spelling>`, one-letter shorthands (`-v`),
+ * the last occurrence wins, positional arguments interspersed with flags and left to the program, `--` ends the
+ * flags. A table of {@link FlagSpec} drives parsing and the help text. Pure: no output, no exit (see config.ts).
+ *
+ * Written here rather than taken from a library: the one in use before (commander) knew none of pflag's boolean
+ * spellings and cost the controller about 2 MiB of memory for the dozen flags it reads once.
+ */
+
+/** A bad command line; the message says which flag and why, in pflag's words. */
+export class FlagError extends Error {
+  /** The process exits with this code (as before; pflag's own ExitOnError uses 2). */
+  readonly exitCode = 1;
+}
+
+export interface FlagSpec {
+  /** Without the dashes: `reconcile-interval`. */
+  name: string;
+  /** One letter: `v` for `-v`. */
+  short?: string;
+  /** The value's name in the help text (`duration`); absent for booleans. */
+  placeholder?: string;
+  help: string;
+  /** What the help shows as the default, if anything. */
+  defaultText?: string;
+}
+
+export interface ParsedFlags {
+  /** The last value given for each flag, by name: a string, or a boolean for a boolean flag. */
+  values: Map<string, string | boolean>;
+  positional: string[];
+}
+
+const TRUE_SPELLINGS = new Set(["1", "t", "T", "TRUE", "true", "True"]);
+const FALSE_SPELLINGS = new Set(["0", "f", "F", "FALSE", "false", "False"]);
+
+/** `--help`/`-h` and `--version` are the caller's to look for in `values` (add them to the table). */
+export function parseFlags(specs: readonly FlagSpec[], args: readonly string[]): ParsedFlags {
+  const byName = new Map(specs.map((s) => [s.name, s]));
+  const byShort = new Map(specs.filter((s) => s.short).map((s) => [s.short!, s]));
+  const values = new Map<string, string | boolean>();
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--") {
+      positional.push(...args.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") {
+      positional.push(arg);
+      continue;
+    }
+    const long = arg.startsWith("--");
+    const body = arg.slice(long ? 2 : 1);
+    const eq = body.indexOf("=");
+    const name = eq < 0 ? body : body.slice(0, eq);
+    const inline = eq < 0 ? undefined : body.slice(eq + 1);
+    const spec = long ? byName.get(name) : byShort.get(name);
+    if (!spec) {
+      throw new FlagError(long ? `unknown flag: --${name}` : `unknown shorthand flag: '${name}' in ${arg}`);
+    }
+    const shown = `--${spec.name}`;
+    if (spec.placeholder === undefined) {
+      if (inline === undefined || TRUE_SPELLINGS.has(inline)) values.set(spec.name, true);
+      else if (FALSE_SPELLINGS.has(inline)) values.set(spec.name, false);
+      else throw new FlagError(`invalid argument "${inline}" for "${shown}" flag: not a boolean (true or false)`);
+      continue;
+    }
+    if (inline !== undefined) values.set(spec.name, inline);
+    else if (i + 1 < args.length) values.set(spec.name, args[++i]); // pflag takes the next word, dash or not
+    else throw new FlagError(`flag needs an argument: ${shown}`);
+  }
+  return { values, positional };
+}
+
+/** The error for a value a flag's own parser refused, in pflag's form. */
+export function invalidValue(spec: FlagSpec, value: string, reason: string): FlagError {
+  return new FlagError(`invalid argument "${value}" for "--${spec.name}" flag: ${reason}`);
+}
+
+/** The help text: a usage line, the description, and one entry per flag. */
+export function usage(program: string, description: string, specs: readonly FlagSpec[]): string {
+  const heads = specs.map((s) =>
+    `${s.short ? `-${s.short}, ` : "    "}--${s.name}${s.placeholder ? ` <${s.placeholder}>` : ""}`
+  );
+  const width = Math.max(...heads.map((h) => h.length)) + 2;
+  const lines = specs.map((s, i) =>
+    `  ${heads[i].padEnd(width)}${s.help}${s.defaultText === undefined ? "" : ` (default: ${s.defaultText})`}`
+  );
+  return `Usage: ${program} [flags]\n\n${description}\n\nFlags:\n${lines.join("\n")}\n`;
+}
