@@ -1,7 +1,8 @@
 /**
- * `deno task bench [--sizes 100,300,1000] [--samples 100]`: measures the API load and latency of espejo on a real
- * control plane, counting requests in the API server's audit log. Writes bench/results/latest.{json,md,svg} and
- * prints the table. Reports figures; never fails on them.
+ * `deno task bench [--sizes 100,300,1000] [--samples 100] [--limits] [--name latest]`: measures the API load and
+ * latency of espejo on a real control plane, counting requests in the API server's audit log. Writes
+ * bench/results/<name>.{json,md,svg} (default name `latest`) and prints the table. Reports figures; never fails on
+ * them.
  *
  * Per size N: N namespaces, M=5 SyncConfigs of K=4 items and 2 deleteItems each. The controller runs as a
  * process (main.ts) under the ServiceAccount and RBAC of deploy/.
@@ -27,7 +28,7 @@ import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { colorOf, lineChart } from "./charts.ts";
 import { timelineOf } from "./timeline.ts";
-import { espejoPermissions } from "../testenv/permissions.ts";
+import { shippedFlags } from "../testenv/permissions.ts";
 import { imageEnvironment } from "../testenv/image_env.ts";
 
 const M = 5;
@@ -42,6 +43,8 @@ const { values } = parseArgs({
     samples: { type: "string", default: "100" },
     // Run the controller inside the Go espejo's container limits (cgroup v1: memory 100Mi, CPU 300m; needs root).
     limits: { type: "boolean", default: false },
+    // The results' file names: bench/results/<name>.{json,md,svg} and <name>-{requests,memory}.svg.
+    name: { type: "string", default: "latest" },
   },
 });
 const LIMIT_MEMORY = 100 * 2 ** 20;
@@ -90,8 +93,7 @@ class ControllerProcess {
   async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
     const args = [
       "run",
-      ...espejoPermissions(),
-      "--v8-flags=--optimize-for-size", // as the Dockerfile compiles it
+      ...shippedFlags(), // as the Dockerfile compiles it
       join(repoRoot, "main.ts"),
       "--kubeconfig",
       this.kubeconfig,
@@ -602,18 +604,20 @@ const results: SizeResult[] = [];
 for (const n of sizes) results.push(await runSize(n));
 const meta = {
   date: new Date().toISOString(),
-  command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}${values.limits ? " --limits" : ""}`,
+  command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}${values.limits ? " --limits" : ""}${
+    values.name === "latest" ? "" : ` --name ${values.name}`
+  }`,
   cpus: navigator.hardwareConcurrency,
 };
 const outDir = join(repoRoot, "bench", "results");
 await Deno.mkdir(outDir, { recursive: true });
-await Deno.writeTextFile(join(outDir, "latest.json"), JSON.stringify({ ...meta, results }, null, 2) + "\n");
+await Deno.writeTextFile(join(outDir, `${values.name}.json`), JSON.stringify({ ...meta, results }, null, 2) + "\n");
 const md = renderMarkdown(results, meta);
-await Deno.writeTextFile(join(outDir, "latest.md"), md);
-await Deno.writeTextFile(join(outDir, "latest.svg"), renderSvg(results));
+await Deno.writeTextFile(join(outDir, `${values.name}.md`), md);
+await Deno.writeTextFile(join(outDir, `${values.name}.svg`), renderSvg(results));
 const timelines = results.filter((r) => r.timeline);
 await Deno.writeTextFile(
-  join(outDir, "latest-requests.svg"),
+  join(outDir, `${values.name}-requests.svg`),
   lineChart(
     "espejo's API requests per second over a bench run (watches excluded)",
     "seconds since the run started",
@@ -622,7 +626,7 @@ await Deno.writeTextFile(
   ),
 );
 await Deno.writeTextFile(
-  join(outDir, "latest-memory.svg"),
+  join(outDir, `${values.name}-memory.svg`),
   lineChart(
     "espejo's resident memory over a bench run",
     "seconds since the run started",

@@ -34,7 +34,7 @@ import {
   kubeconfigYaml,
 } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
-import { espejoPermissions } from "../testenv/permissions.ts";
+import { espejoPermissions, shippedFlags } from "../testenv/permissions.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
 import { parseGoDuration } from "../lib/app/duration.ts";
@@ -113,13 +113,22 @@ const convergeTimeoutMs = Number(values["converge-timeout"]) * 1000;
 const scaleTimeoutMs = Number(values["scale-timeout"]) * 1000;
 const steadyMs = Number(values.steady) * 1000;
 const denoMain = values["deno-main"] ?? join(repoRoot, "main.ts");
-/** The shipped permission set; another checkout's main.ts (--deno-main) runs with its own deno.permissions if it has one. */
-function readPermissions(): string[] {
-  const other = join(dirname(denoMain), "deno.permissions");
-  if (!values["deno-main"] || !existsSync(other)) return espejoPermissions();
-  return Deno.readTextFileSync(other).split("\n").map((l) => l.trim()).filter(Boolean);
+/**
+ * The shipped runtime flags (permissions, V8 flags); another checkout's main.ts (--deno-main) runs with its own
+ * deno.permissions and deno.v8-flags where it has them (older checkouts compiled with --optimize-for-size).
+ */
+function readShippedFlags(): string[] {
+  if (!values["deno-main"]) return shippedFlags();
+  const lines = (file: string) => {
+    const path = join(dirname(denoMain), file);
+    return existsSync(path) ? Deno.readTextFileSync(path).split("\n").map((l) => l.trim()).filter(Boolean) : undefined;
+  };
+  return [
+    ...(lines("deno.permissions") ?? espejoPermissions()),
+    ...(lines("deno.v8-flags") ?? ["--v8-flags=--optimize-for-size"]),
+  ];
 }
-const denoPermissions = readPermissions();
+const denoFlags = readShippedFlags();
 /** README's "Different, on purpose" list, which the report's labels are checked against (of --deno-main's checkout). */
 const readmePath = values["deno-main"] && existsSync(join(dirname(denoMain), "README.md"))
   ? join(dirname(denoMain), "README.md")
@@ -170,10 +179,10 @@ const contenders: Contender[] = [
     cwd: dirname(denoMain),
     args: (p) => [
       "run",
-      // The shipped permission set (deno.permissions, as the Dockerfile compiles it), nothing more: both controllers
-      // only need to reach the API server and serve metrics; a permission main.ts lacks in the image fails here too.
-      ...denoPermissions,
-      "--v8-flags=--optimize-for-size",
+      // The shipped flags (deno.permissions and deno.v8-flags, as the Dockerfile compiles it), nothing more: both
+      // controllers only need to reach the API server and serve metrics; a permission main.ts lacks in the image fails
+      // here too.
+      ...denoFlags,
       denoMain,
       `--reconcile-interval=${interval}`,
       `--metrics-addr=127.0.0.1:${p.metrics}`,
@@ -1220,7 +1229,7 @@ try {
       ["command", `deno task compare ${Deno.args.join(" ")}`],
       ["date", new Date().toISOString()],
       ["Go espejo", `${goBinary}`],
-      ["espejo (Deno)", `deno ${Deno.version.deno} run ${denoPermissions.join(" ")} ${denoMain}`],
+      ["espejo (Deno)", `deno ${Deno.version.deno} run ${denoFlags.join(" ")} ${denoMain}`],
       [
         "flags of both",
         `--reconcile-interval=${interval} --metrics-addr=127.0.0.1:<free port>; WATCH_NAMESPACE=<P>-cfg`,

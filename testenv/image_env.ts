@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { repoRoot } from "./build.ts";
 
 export function imageEnvironment(): Record<string, string> {
-  const env: Record<string, string> = {};
+  // The compiled binary never looks for a newer Deno; `deno run` would, in the background, at some memory cost.
+  const env: Record<string, string> = { DENO_NO_UPDATE_CHECK: "1" };
   for (const line of Deno.readTextFileSync(join(repoRoot, "Dockerfile")).split("\n")) {
     const m = /^ENV\s+(.+)$/.exec(line.trim());
     if (!m) continue;

@@ -12,7 +12,7 @@ import { loadClientOptions } from "../../lib/kube/kubeconfig.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { startForwarder, startProxy, type TestProxy } from "../../testenv/proxy.ts";
 import { freePorts } from "../../testenv/controlplane.ts";
-import { espejoPermissions } from "../../testenv/permissions.ts";
+import { shippedFlags } from "../../testenv/permissions.ts";
 import { repoRoot } from "../../testenv/build.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -332,7 +332,7 @@ async function runUntilReady(kubeconfig: string, env: Record<string, string>): P
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      ...espejoPermissions(),
+      ...shippedFlags(),
       join(repoRoot, "main.ts"),
       "--kubeconfig",
       kubeconfig,

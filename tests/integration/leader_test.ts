@@ -10,7 +10,7 @@ import { applyObject } from "../../testenv/apply.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "./harness.ts";
 import type { Identity } from "../../testenv/controlplane.ts";
-import { espejoPermissions } from "../../testenv/permissions.ts";
+import { shippedFlags } from "../../testenv/permissions.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const LEASE = "bd39f6a0.appuio.ch";
@@ -54,7 +54,7 @@ Deno.test("Only the leader writes; a standby takes over after SIGKILL; SIGTERM r
       const child = new Deno.Command(Deno.execPath(), {
         args: [
           "run",
-          ...espejoPermissions(),
+          ...shippedFlags(),
           join(repoRoot, "main.ts"),
           `--kubeconfig=${kubeconfig}`,
           `--metrics-addr=127.0.0.1:${metricsPort}`,

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { repoRoot } from "../../testenv/build.ts";
 import { createServiceAccount, kubeconfigYaml } from "../../testenv/controlplane.ts";
-import { espejoPermissions } from "../../testenv/permissions.ts";
+import { shippedFlags } from "../../testenv/permissions.ts";
 import { auditEvents, clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { auditNow, createNamespace, getObject, requestsBy, startController, statusOf } from "./harness.ts";
 
@@ -63,7 +63,7 @@ async function plan(kubeconfig: string, cfgNs: string, args: string[], files: un
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
-      ...espejoPermissions(),
+      ...shippedFlags(),
       join(repoRoot, "main.ts"),
       "plan",
       "--kubeconfig",
