@@ -10,8 +10,8 @@
 
 /** A bad command line; the message says which flag and why, in pflag's words. */
 export class FlagError extends Error {
-  /** The process exits with this code (as before; pflag's own ExitOnError uses 2). */
-  readonly exitCode = 1;
+  /** The process exits with this code, as pflag's ExitOnError does (the Go espejo's flag set). */
+  readonly exitCode = 2;
 }
 
 export interface FlagSpec {

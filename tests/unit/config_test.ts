@@ -178,7 +178,7 @@ for (const [value, reason] of BAD_NAMESPACES) {
   Deno.test(`parseConfig rejects WATCH_NAMESPACE ${JSON.stringify(value)} naming the variable and the reason`, () => {
     assert.throws(() => parse([], { WATCH_NAMESPACE: value }), (e: unknown) => {
       assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
-      assert.equal(e.exitCode, 1);
+      assert.equal(e.exitCode, 2);
       assert.match(e.message, /WATCH_NAMESPACE/);
       assert.ok(e.message.includes(JSON.stringify(value)), e.message);
       assert.match(e.message, reason);
@@ -227,7 +227,7 @@ for (const [args, part] of BAD) {
     assert.throws(() => parse(args), (e: unknown) => {
       assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
       assert.ok(e.message.includes(part), e.message);
-      assert.equal(e.exitCode, 1);
+      assert.equal(e.exitCode, 2);
       return true;
     });
   });
