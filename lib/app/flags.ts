@@ -10,8 +10,8 @@
 
 /** A bad command line; the message says which flag and why, in pflag's words. */
 export class FlagError extends Error {
-  /** The process exits with this code, as pflag's ExitOnError does (the Go espejo's flag set). */
-  readonly exitCode = 2;
+  /** The process exits with this code, as the Go espejo does when its flag set refuses the command line. */
+  readonly exitCode = 1;
 }
 
 export interface FlagSpec {
@@ -51,27 +51,54 @@ export function parseFlags(specs: readonly FlagSpec[], args: readonly string[]):
       positional.push(arg);
       continue;
     }
-    const long = arg.startsWith("--");
-    const body = arg.slice(long ? 2 : 1);
-    const eq = body.indexOf("=");
-    const name = eq < 0 ? body : body.slice(0, eq);
-    const inline = eq < 0 ? undefined : body.slice(eq + 1);
-    const spec = long ? byName.get(name) : byShort.get(name);
-    if (!spec) {
-      throw new FlagError(long ? `unknown flag: --${name}` : `unknown shorthand flag: '${name}' in ${arg}`);
-    }
-    const shown = `--${spec.name}`;
-    if (spec.placeholder === undefined) {
-      if (inline === undefined || TRUE_SPELLINGS.has(inline)) values.set(spec.name, true);
-      else if (FALSE_SPELLINGS.has(inline)) values.set(spec.name, false);
-      else throw new FlagError(`invalid argument "${inline}" for "${shown}" flag: not a boolean (true or false)`);
+    const next = () => (i + 1 < args.length ? args[++i] : undefined); // pflag takes the next word, dash or not
+    if (arg.startsWith("--")) {
+      const body = arg.slice(2);
+      if (body.startsWith("-") || body.startsWith("=")) throw new FlagError(`bad flag syntax: ${arg}`);
+      const eq = body.indexOf("=");
+      const name = eq < 0 ? body : body.slice(0, eq);
+      const spec = byName.get(name);
+      if (!spec) throw new FlagError(`unknown flag: --${name}`);
+      set(values, spec, eq < 0 ? undefined : body.slice(eq + 1), next, `--${name}`);
       continue;
     }
-    if (inline !== undefined) values.set(spec.name, inline);
-    else if (i + 1 < args.length) values.set(spec.name, args[++i]); // pflag takes the next word, dash or not
-    else throw new FlagError(`flag needs an argument: ${shown}`);
+    // Shorthands, grouped as pflag allows: `-vh`; `-v=false`; a value flag takes the rest of the word or the next.
+    const letters = arg.slice(1);
+    for (let j = 0; j < letters.length; j++) {
+      const spec = byShort.get(letters[j]);
+      if (!spec) throw new FlagError(`unknown shorthand flag: '${letters[j]}' in ${arg}`);
+      const shown = `'${letters[j]}' in ${arg}`;
+      if (letters[j + 1] === "=") {
+        set(values, spec, letters.slice(j + 2), next, shown);
+        break;
+      }
+      if (spec.placeholder !== undefined && j + 1 < letters.length) {
+        set(values, spec, letters.slice(j + 1), next, shown);
+        break;
+      }
+      set(values, spec, undefined, next, shown);
+    }
   }
   return { values, positional };
+}
+
+/** Records one occurrence of a flag: `inline` is the text after `=` (or after a shorthand letter), if any. */
+function set(
+  values: Map<string, string | boolean>,
+  spec: FlagSpec,
+  inline: string | undefined,
+  next: () => string | undefined,
+  shown: string,
+): void {
+  if (spec.placeholder === undefined) {
+    if (inline === undefined || TRUE_SPELLINGS.has(inline)) values.set(spec.name, true);
+    else if (FALSE_SPELLINGS.has(inline)) values.set(spec.name, false);
+    else throw new FlagError(`invalid argument "${inline}" for "--${spec.name}" flag: not a boolean (true or false)`);
+    return;
+  }
+  const value = inline ?? next();
+  if (value === undefined) throw new FlagError(`flag needs an argument: ${shown}`);
+  values.set(spec.name, value);
 }
 
 /** The error for a value a flag's own parser refused, in pflag's form. */

@@ -57,11 +57,16 @@ export class ConfigChanges {
    * A SyncConfig's watch event, handled at once rather than when a worker is free: its compile result (an Invalid
    * condition, a new generation) reaches the status writer even while every worker is busy with another SyncConfig's
    * burst. Its status then waits until the work item has queued the namespaces it selects, so that a count of 0 is
-   * never written in between.
+   * never written in between. It runs in a watch callback: a failure is logged, not thrown (the work item queued
+   * beside it compiles the SyncConfig again).
    */
   noticed(key: string): void {
-    this.changed(key);
-    if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.schedule.queueing(key, true);
+    try {
+      this.changed(key);
+      if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.schedule.queueing(key, true);
+    } catch (e) {
+      log.error("Unexpected error while compiling {key}: {error}", { key, error: String(e) });
+    }
   }
 
   /** Recompiles the SyncConfig under `key` from the cache, or forgets it if it is gone. */
@@ -102,8 +107,11 @@ export class ConfigChanges {
     }
     statusWriter.schedule.markDirty(key);
     statusWriter.kick();
-    if (!entry.result.ok) ledger.drop(key);
-    else ledger.track(key);
+    if (entry.result.ok) ledger.track(key);
+    else {
+      ledger.drop(key);
+      statusWriter.schedule.dropWork(key); // its Invalid condition does not wait for its own earlier burst
+    }
   }
 
   /**
@@ -151,7 +159,8 @@ export class ConfigChanges {
         } else if (ledger.remove(key, ns.name)) status.markDirty(key);
       }
     } finally {
-      status.queueing(key, false);
+      // A newer generation compiled meanwhile is marked by its own watch callback and cleared by its own run.
+      if (registry.get(key) === entry) status.queueing(key, false);
       statusWriter.kick();
     }
   }

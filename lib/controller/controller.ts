@@ -81,9 +81,9 @@ export class Controller {
       if (type === "deleted" || !sameSpecAndPruning(sc, old)) {
         // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
         this.#freshness.changedEverywhere();
+        this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
         // Compiled now (a leader only: it may write Events): its status must not wait for a free worker.
         if (this.#leading) this.#configs.noticed(keyOf(sc));
-        this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
       }
     });
     this.#statusWriter = new StatusWriter({

@@ -50,6 +50,15 @@ export class StatusSchedule {
     else this.#queueing.delete(cfgKey);
   }
 
+  /**
+   * The SyncConfig's queued work no longer counts (it became Invalid: its namespaces sync nothing for it), so its
+   * status does not wait for units of the old generation.
+   */
+  dropWork(cfgKey: string): void {
+    this.#pending.delete(cfgKey);
+    this.#queueing.delete(cfgKey);
+  }
+
   /** The SyncConfig went: nothing of it is pending or dirty. */
   forget(cfgKey: string): void {
     this.#dirty.delete(cfgKey);

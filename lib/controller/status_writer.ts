@@ -14,6 +14,7 @@ import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import { patchSyncConfigStatus } from "./syncconfig_client.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
+import { decodeSyncConfig } from "./syncconfig_api.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
@@ -34,6 +35,8 @@ export class StatusWriter {
   readonly schedule = new StatusSchedule();
   #wanted = false;
   #wake?: () => void;
+  /** A flush again after a write failed (one timer for all of them; cleared when the writer stops). */
+  #retry?: ReturnType<typeof setTimeout>;
 
   constructor(private readonly deps: StatusDeps) {}
 
@@ -68,7 +71,10 @@ export class StatusWriter {
       } catch (e) {
         log.error("Unexpected error while writing statuses: {error}", { error: String(e) });
       }
-      if (signal.aborted && !this.#wanted) return;
+      if (signal.aborted && !this.#wanted) {
+        clearTimeout(this.#retry);
+        return;
+      }
     }
   }
 
@@ -80,65 +86,85 @@ export class StatusWriter {
       const sc = this.deps.syncConfigs.get(key);
       const entry = this.deps.compiled(key);
       if (!sc || !entry) continue;
-      const current = sc.status as SyncConfigStatus | undefined;
-      let next: SyncConfigStatus;
-      let errors: string[] = [];
-      if (!entry.result.ok) {
-        next = invalidStatus(current, entry.result.message, now);
-      } else {
-        const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-        for (const o of this.deps.outcomes(key) ?? []) {
-          total.synced += o.synced;
-          total.deleted += o.deleted;
-          total.failed += o.failed;
-          total.errors.push(...o.errors);
-        }
-        next = syncedStatus(current, total, now);
-        errors = total.errors;
-      }
+      const { next, errors } = this.#statusOf(key, sc, entry.result, now);
       await this.deps.events.emit(key, sc, entry.result, errors);
       this.deps.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
       this.deps.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
       this.deps.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
       this.deps.metrics.invalid.set({ syncconfig: key }, entry.result.ok ? 0 : 1);
-      if (!statusChanged(current, next)) continue;
-      const [namespace, name] = key.split("/");
-      // The whole conditions list is replaced, foreign conditions included (kept from `current`): the
-      // resourceVersion makes the patch fail with a conflict rather than drop a condition written meanwhile.
-      const body = { metadata: { resourceVersion: sc.metadata?.resourceVersion }, status: next };
-      try {
-        const updated = await patchSyncConfigStatus(this.deps.client, { namespace, name }, body, {
-          urgent: true, // a status does not wait behind other SyncConfigs' queued writes
-          contentType: "application/merge-patch+json",
-        });
-        this.deps.syncConfigs.upsert(updated);
-      } catch (e) {
+      if (!statusChanged(sc.status as SyncConfigStatus | undefined, next)) continue;
+      let written = await this.#patch(key, sc, next);
+      if (written === "conflict") {
+        // Someone else wrote the SyncConfig since it was cached (the watch lags): computed again from a copy read
+        // now, once. The cache is left to the watch, whose events must still reach the handlers (a spec edit).
+        const fresh = await this.#read(key);
+        const same = fresh && fresh.metadata?.uid === sc.metadata?.uid &&
+          fresh.metadata?.generation === sc.metadata?.generation;
+        // A new spec (or a new SyncConfig under the name): its watch event recomputes the status.
+        if (fresh && !same) continue;
+        written = fresh ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry.result, now).next) : "failed";
+      }
+      if (written !== "written") {
         this.schedule.markDirty(key);
-        if (isConflict(e) && await this.#refresh(namespace, name)) {
-          // Someone else wrote the SyncConfig since it was cached: computed again from the copy just read.
-          log.debug("Status of SyncConfig {syncConfig} changed meanwhile, writing it again", { syncConfig: key });
+        this.#retry ??= setTimeout(() => {
+          this.#retry = undefined;
           this.kick();
-          continue;
-        }
-        log.warn("Could not write the status of SyncConfig {syncConfig}: {error}", {
-          syncConfig: key,
-          error: String(e),
-        });
-        setTimeout(() => this.kick(), 2_000);
+        }, 2_000);
       }
     }
   }
 
-  /** Reads the SyncConfig into the cache after a conflict (one GET per conflict; the watch may lag). */
-  async #refresh(namespace: string, name: string): Promise<boolean> {
+  /** The status `sc` should have now: from the compile result and the SyncConfig's outcomes in every namespace. */
+  #statusOf(key: string, sc: SyncConfig, result: CompileResult, now: string) {
+    const current = sc.status as SyncConfigStatus | undefined;
+    if (!result.ok) return { next: invalidStatus(current, result.message, now), errors: [] as string[] };
+    const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+    for (const o of this.deps.outcomes(key) ?? []) {
+      total.synced += o.synced;
+      total.deleted += o.deleted;
+      total.failed += o.failed;
+      total.errors.push(...o.errors);
+    }
+    return { next: syncedStatus(current, total, now), errors: total.errors };
+  }
+
+  /**
+   * Writes `next` over `sc`. The whole conditions list is replaced, foreign conditions included (kept from
+   * `sc.status`): the resourceVersion makes the patch fail with a conflict rather than drop a condition written
+   * meanwhile. Only a reply on top of the cached copy goes into the cache (see {@link Reflector.upsert}).
+   */
+  async #patch(key: string, sc: SyncConfig, next: SyncConfigStatus): Promise<"written" | "conflict" | "failed"> {
+    if (!statusChanged(sc.status as SyncConfigStatus | undefined, next)) return "written";
+    const [namespace, name] = key.split("/");
+    const body = { metadata: { resourceVersion: sc.metadata?.resourceVersion }, status: next };
     try {
-      const path = `/apis/sync.appuio.ch/v1alpha1/namespaces/${encodeURIComponent(namespace)}/syncconfigs/${
-        encodeURIComponent(name)
-      }`;
-      this.deps.syncConfigs.upsert(await this.deps.client.request<object>({ method: "GET", path, urgent: true }));
-      return true;
-    } catch {
-      return false;
+      const updated = await patchSyncConfigStatus(this.deps.client, { namespace, name }, body, {
+        urgent: true, // a status does not wait behind other SyncConfigs' queued writes
+        contentType: "application/merge-patch+json",
+      });
+      if (this.deps.syncConfigs.get(key) === sc) this.deps.syncConfigs.upsert(updated);
+      return "written";
+    } catch (e) {
+      if (isConflict(e)) return "conflict";
+      log.warn("Could not write the status of SyncConfig {syncConfig}: {error}", { syncConfig: key, error: String(e) });
+      return "failed";
+    }
+  }
+
+  /** The SyncConfig as the API server has it now (one GET, after a conflict), or undefined. */
+  async #read(key: string): Promise<SyncConfig | undefined> {
+    const [namespace, name] = key.split("/");
+    const path = `/apis/sync.appuio.ch/v1alpha1/namespaces/${encodeURIComponent(namespace)}/syncconfigs/${
+      encodeURIComponent(name)
+    }`;
+    try {
+      return decodeSyncConfig(await this.deps.client.request<unknown>({ method: "GET", path, urgent: true }));
+    } catch (e) {
+      log.warn("Could not read SyncConfig {syncConfig} after a conflict: {error}", {
+        syncConfig: key,
+        error: String(e),
+      });
+      return undefined;
     }
   }
 }

@@ -56,6 +56,8 @@ export class ControllerRuntimeMetrics {
   /** The controller each waiting queue key was counted under when it started waiting, for depth and wait time. */
   readonly #waiting = new Map<string, CompatController>();
   readonly #depth: Record<CompatController, number> = { syncconfig: 0, namespace: 0 };
+  /** Set by {@link started}: a standby has no controllers yet, so it serves no queue series (as controller-runtime). */
+  #started = false;
 
   constructor(registry: client.Registry) {
     const registers = [registry];
@@ -119,6 +121,7 @@ export class ControllerRuntimeMetrics {
    */
   started(intervalPasses: boolean): void {
     this.#requeueAfter = intervalPasses;
+    this.#started = true;
     for (const controller of CONTROLLERS) {
       for (const result of RESULTS) this.#reconciles.inc({ controller, result }, 0);
       this.#reconcileErrors.inc({ controller }, 0);
@@ -141,8 +144,10 @@ export class ControllerRuntimeMetrics {
     if (this.#waiting.has(key)) return;
     const name = controllerOf(trigger);
     this.#waiting.set(key, name);
+    ++this.#depth[name];
+    if (!this.#started) return; // counted in the depth that started() publishes
     this.#queueAdds.inc({ name });
-    this.#queueDepth.set({ name }, ++this.#depth[name]);
+    this.#queueDepth.set({ name }, this.#depth[name]);
   }
 
   /**

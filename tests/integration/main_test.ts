@@ -33,7 +33,7 @@ Deno.test("main --help lists every flag, and the README documents each of them",
   assert.match(stdout, /WATCH_NAMESPACE/);
 });
 
-Deno.test("main exits 2 with a one-line reason on a bad flag value, as pflag does", opts, async () => {
+Deno.test("main exits 1 with a one-line reason on a bad flag value, as the Go espejo does", opts, async () => {
   for (
     const [args, reason] of [
       [["--reconcile-interval", "ten"], /reconcile-interval.*invalid duration "ten"/],
@@ -43,7 +43,7 @@ Deno.test("main exits 2 with a one-line reason on a bad flag value, as pflag doe
     ] as const
   ) {
     const { code, stderr } = await runMain([...args]);
-    assert.equal(code, 2, `${args.join(" ")} exits 2`);
+    assert.equal(code, 1, `${args.join(" ")} exits 1`);
     assert.match(stderr.split("\n")[0], reason);
     assert.equal(stderr.trim().split("\n").length, 1, `one line: ${stderr}`);
   }

@@ -213,3 +213,16 @@ Deno.test("ControllerRuntimeMetrics: rest_client_requests_total and leader_elect
   m.setLeader(true);
   assert.deepEqual(series(m, "leader_election_master_status"), ['{name="bd39f6a0.appuio.ch"}=1']);
 });
+
+Deno.test("ControllerRuntimeMetrics: a standby serves no queue series; the leader starts with the depth waiting", () => {
+  const m = new Metrics();
+  m.compat.added("syncConfig:a/b", "syncconfig");
+  m.compat.added("namespace:x", "namespace");
+  assert.deepEqual(series(m, "workqueue_depth"), [], "no controller runs on a standby");
+  assert.deepEqual(series(m, "workqueue_adds_total"), []);
+  m.compat.started(true);
+  assert.deepEqual(series(m, "workqueue_depth"), ['{name="namespace"}=1', '{name="syncconfig"}=1']);
+  m.compat.added("namespace:y", "namespace");
+  assert.deepEqual(series(m, "workqueue_adds_total"), ['{name="namespace"}=1', '{name="syncconfig"}=0']);
+  assert.deepEqual(series(m, "workqueue_depth"), ['{name="namespace"}=2', '{name="syncconfig"}=1']);
+});

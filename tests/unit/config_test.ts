@@ -178,7 +178,7 @@ for (const [value, reason] of BAD_NAMESPACES) {
   Deno.test(`parseConfig rejects WATCH_NAMESPACE ${JSON.stringify(value)} naming the variable and the reason`, () => {
     assert.throws(() => parse([], { WATCH_NAMESPACE: value }), (e: unknown) => {
       assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
-      assert.equal(e.exitCode, 2);
+      assert.equal(e.exitCode, 1);
       assert.match(e.message, /WATCH_NAMESPACE/);
       assert.ok(e.message.includes(JSON.stringify(value)), e.message);
       assert.match(e.message, reason);
@@ -215,6 +215,9 @@ const BAD: [args: string[], part: string][] = [
   [["--health-addr=8081"], "--health-addr"],
   [["--nope"], "unknown flag: --nope"],
   [["-x"], "unknown shorthand flag: 'x' in -x"],
+  [["-vx"], "unknown shorthand flag: 'x' in -vx"],
+  [["---verbose"], "bad flag syntax: ---verbose"],
+  [["--reconcile-interval="], 'invalid argument "" for "--reconcile-interval" flag'], // empty, as pflag reads it
   [["--enable-leader-election=yes"], 'invalid argument "yes" for "--enable-leader-election" flag'],
   [["--log-format=xml"], "--log-format"],
   [["--kube-api-qps=0"], "--kube-api-qps"],
@@ -227,7 +230,7 @@ for (const [args, part] of BAD) {
     assert.throws(() => parse(args), (e: unknown) => {
       assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
       assert.ok(e.message.includes(part), e.message);
-      assert.equal(e.exitCode, 2);
+      assert.equal(e.exitCode, 1);
       return true;
     });
   });
@@ -267,6 +270,8 @@ const PFLAG: [args: string[], check: (c: Config) => void][] = [
   // `--` ends the flags: what follows is positional.
   [["--", "--verbose"], (c) => assert.deepEqual([c.verbose, c.ignoredArgs], [false, ["--verbose"]])],
   [["-"], (c) => assert.deepEqual(c.ignoredArgs, ["-"])],
+  // Shorthands group: -vv is verbose twice.
+  [["-vv"], (c) => assert.equal(c.verbose, true)],
 ];
 
 for (const [args, check] of PFLAG) {
@@ -278,4 +283,5 @@ Deno.test("readCommandLine: --help and --version print instead of running", () =
   assert.ok("print" in help && help.print.includes("--reconcile-interval <duration>"), JSON.stringify(help));
   assert.ok("print" in help && help.print.includes("(default: 10s)"));
   assert.deepEqual(readCommandLine(["--version"], {}, "1.2.3"), { print: "1.2.3" });
+  assert.ok("print" in readCommandLine(["-vh"], {}), "-vh: verbose, then help");
 });

@@ -62,3 +62,25 @@ Deno.test("StatusSchedule: forget drops everything of a SyncConfig", () => {
   assert.deepEqual(s.takeReady(), []);
   assert.equal(s.untilHoldEndsMs(), undefined);
 });
+
+Deno.test("StatusSchedule: dropWork releases a status held by work that no longer counts (it became Invalid)", () => {
+  const { s } = schedule();
+  s.queued(["cfg/a"], "ns-1");
+  s.queueing("cfg/a", true);
+  s.markDirty("cfg/a");
+  assert.deepEqual(s.takeReady(), [], "held by its own burst");
+  s.dropWork("cfg/a");
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+  assert.equal(s.pendingOf("cfg/a"), 0);
+});
+
+Deno.test("StatusSchedule holds a status a minute by default", () => {
+  const clock = { ms: 0 };
+  const s = new StatusSchedule(undefined, () => clock.ms);
+  s.queued(["cfg/a"], "ns-1");
+  s.markDirty("cfg/a");
+  clock.ms = 59_999;
+  assert.deepEqual(s.takeReady(), []);
+  clock.ms = 60_000;
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+});

@@ -1,0 +1,124 @@
+/**
+ * StatusWriter's conflict handling with a recording client (no server): a status patch carries the resourceVersion it
+ * was computed from; a conflict costs one GET and one more patch computed from that copy, never a loop.
+ */
+import assert from "node:assert/strict";
+import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
+import { ApiError } from "../../lib/kube/errors.ts";
+import { EventRecorder } from "../../lib/kube/events.ts";
+import { Reflector } from "../../lib/kube/reflector.ts";
+import { Metrics } from "../../lib/metrics/metrics.ts";
+import { StatusWriter } from "../../lib/controller/status_writer.ts";
+import { SyncEvents } from "../../lib/controller/sync_events.ts";
+import { decodeSyncConfig } from "../../lib/controller/syncconfig_api.ts";
+import type { SyncConfig } from "../../lib/model/syncconfig.ts";
+
+const KEY = "cfg/broken";
+const FOREIGN = {
+  type: "Audited",
+  status: "True",
+  reason: "PolicyChecked",
+  message: "written by someone else",
+  lastTransitionTime: "2024-01-01T00:00:00Z",
+};
+
+function syncConfig(resourceVersion: string, conditions: unknown[] = [], generation = 1): SyncConfig {
+  return decodeSyncConfig({
+    apiVersion: "sync.appuio.ch/v1alpha1",
+    kind: "SyncConfig",
+    metadata: { namespace: "cfg", name: "broken", uid: "u-1", resourceVersion, generation },
+    spec: { namespaceSelector: { matchNames: ["a("] }, syncItems: [] },
+    status: { conditions },
+  })!;
+}
+
+/** Answers status patches with `patchReplies` in turn (an Error is thrown), GETs with `current`. */
+class RecordingClient implements KubeClient {
+  readonly requests: KubeRequest[] = [];
+  constructor(readonly patchReplies: (SyncConfig | Error)[], readonly current: () => SyncConfig) {}
+  request<T>(req: KubeRequest): Promise<T> {
+    this.requests.push(req);
+    if (req.method === "GET") return Promise.resolve(this.current() as T);
+    if (req.path.endsWith("/events")) return Promise.resolve({} as T);
+    const reply = this.patchReplies.shift() ?? new Error("no reply left");
+    return reply instanceof Error ? Promise.reject(reply) : Promise.resolve(reply as T);
+  }
+  watch(): AsyncIterable<never> {
+    return (async function* () {})();
+  }
+  patches(): KubeRequest[] {
+    return this.requests.filter((r) => r.method === "PATCH" && r.path.endsWith("/status"));
+  }
+}
+
+async function flushOnce(
+  client: RecordingClient,
+  cached: SyncConfig,
+  until: () => boolean,
+): Promise<void> {
+  const syncConfigs = new Reflector<SyncConfig>(client, { path: "/unused", decode: decodeSyncConfig });
+  syncConfigs.upsert(cached);
+  const writer = new StatusWriter({
+    client,
+    syncConfigs,
+    compiled: () => ({ result: { ok: false, key: KEY, message: `SyncConfig ${KEY}: a bad pattern` } }),
+    outcomes: () => [],
+    events: new SyncEvents(new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" })),
+    metrics: new Metrics(),
+  });
+  const stop = new AbortController();
+  writer.schedule.markDirty(KEY);
+  writer.kick();
+  const running = writer.run(stop.signal);
+  const deadline = Date.now() + 5_000;
+  while (!until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  stop.abort();
+  writer.kick();
+  await running;
+}
+
+const conflict = () => new ApiError(409, "Conflict", "the object has been modified");
+
+Deno.test("StatusWriter patches with the cached resourceVersion", async () => {
+  const client = new RecordingClient([syncConfig("11")], () => syncConfig("10"));
+  await flushOnce(client, syncConfig("10"), () => client.patches().length >= 1);
+  const [patch] = client.patches();
+  assert.deepEqual((patch.body as { metadata: unknown }).metadata, { resourceVersion: "10" });
+});
+
+Deno.test("StatusWriter: a conflict costs one GET and one patch from that copy, which keeps its foreign condition", async () => {
+  const fresh = syncConfig("12", [FOREIGN]);
+  const client = new RecordingClient([conflict(), syncConfig("13")], () => fresh);
+  await flushOnce(client, syncConfig("10"), () => client.patches().length >= 2);
+  const patches = client.patches();
+  assert.equal(patches.length, 2);
+  assert.equal(client.requests.filter((r) => r.method === "GET").length, 1);
+  const second = patches[1].body as {
+    metadata: { resourceVersion: string };
+    status: { conditions: { type: string }[] };
+  };
+  assert.equal(second.metadata.resourceVersion, "12");
+  assert.ok(second.status.conditions.some((c) => c.type === "Audited"), "the condition written meanwhile is kept");
+  assert.ok(second.status.conditions.some((c) => c.type === "Invalid"));
+});
+
+Deno.test("StatusWriter: a second conflict waits for the next flush instead of looping", async () => {
+  const client = new RecordingClient([conflict(), conflict(), conflict()], () => syncConfig("12"));
+  let settled = 0;
+  let patchesThen = 0;
+  let readsThen = 0;
+  await flushOnce(client, syncConfig("10"), () => {
+    patchesThen = client.patches().length;
+    readsThen = client.requests.filter((r) => r.method === "GET").length;
+    return patchesThen >= 2 && ++settled > 20;
+  });
+  assert.equal(patchesThen, 2, "two patches in the first 200 ms, not a loop");
+  assert.equal(readsThen, 1);
+});
+
+Deno.test("StatusWriter: after a conflict, a new generation is not written over; its watch event recomputes", async () => {
+  const client = new RecordingClient([conflict()], () => syncConfig("12", [], 2));
+  let settled = 0;
+  await flushOnce(client, syncConfig("10"), () => client.requests.some((r) => r.method === "GET") && ++settled > 10);
+  assert.equal(client.patches().length, 1);
+});
