@@ -161,6 +161,38 @@ async function managedIn(admin: HttpKubeClient, namespaces: string[]): Promise<n
   return n;
 }
 
+Deno.test("A SyncConfig made Invalid during its own burst shows it within 2 s", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const burst = Array.from({ length: 4 }, (_, i) => uniqueName(`own${i}`));
+  const ctl = await startController(c, { watchNamespace: cfgNs, qps: 50 });
+  try {
+    for (const ns of burst) await createNamespace(admin, ns);
+    const items = Array.from({ length: 300 }, (_, i) => cm(`own-${i}`));
+    await createSyncConfig(admin, cfgNs, "big", { namespaceSelector: { matchNames: burst }, syncItems: items });
+    await eventually(async () => (await managedIn(admin, burst)) > 0, 20_000, "the burst to begin");
+    const started = performance.now();
+    await admin.request({
+      method: "PATCH",
+      path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs/big`,
+      contentType: "application/merge-patch+json",
+      body: { spec: { namespaceSelector: { matchNames: ["a("] } } },
+    });
+    // Its namespaces queued for the old generation still run: the Invalid status must not wait for them.
+    await eventually(
+      async () => condition(await statusOf(admin, cfgNs, "big"), "Invalid")?.status === "True",
+      20_000,
+      "the Invalid condition",
+    );
+    const ms = performance.now() - started;
+    assert.ok(ms < 2000, `the Invalid condition took ${ms.toFixed(0)} ms during the SyncConfig's own burst`);
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
 Deno.test("Conditions of types espejo does not own are kept in the status", opts, async () => {
   const c = await testCluster();
   const admin = clientFor(c);
