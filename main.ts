@@ -48,9 +48,6 @@ async function main(): Promise<number> {
     concurrentSyncs: config.concurrentSyncs,
     pruneDefault: config.pruneDefault,
   });
-  if (config.ignoredArgs.length) {
-    log.warn("Ignoring positional arguments {args}: espejo takes flags only", { args: config.ignoredArgs.join(" ") });
-  }
   if (config.reconcileIntervalMs === 0) {
     log.info("--reconcile-interval is 0: no interval passes, only events cause syncs (as in the Go espejo)");
   }

@@ -49,6 +49,14 @@ Deno.test("main exits 1 with a one-line reason on a bad flag value, as the Go es
   }
 });
 
+Deno.test("main refuses a mistyped subcommand with exit 1 before it starts anything", opts, async () => {
+  // A kubeconfig that points nowhere: if the controller started, it would log its start and try to connect.
+  const { code, stdout, stderr } = await runMain(["plna"], { KUBECONFIG: "/nonexistent" });
+  assert.equal(code, 1, stderr);
+  assert.match(stderr, /^error: unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\n/);
+  assert.doesNotMatch(stdout + stderr, /Starting espejo/);
+});
+
 Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM", opts, async () => {
   const c = await testCluster();
   const admin = clientFor(c);

@@ -30,7 +30,6 @@ Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () 
     concurrentSyncs: 4,
     watchNamespace: "",
     pruneDefault: false, // the Go espejo never deletes what it created
-    ignoredArgs: [],
   });
 });
 
@@ -114,8 +113,6 @@ const VALUES: [args: string[], check: (c: Config) => void][] = [
   // pflag takes a zero duration; the Go espejo then never requeues: no interval passes.
   [["--reconcile-interval", "0"], (c) => assert.equal(c.reconcileIntervalMs, 0)],
   [["--reconcile-interval=0s"], (c) => assert.equal(c.reconcileIntervalMs, 0)],
-  // pflag leaves positional arguments to the program, which ignores them.
-  [["extra", "--verbose", "more"], (c) => assert.deepEqual([c.verbose, c.ignoredArgs], [true, ["extra", "more"]])],
   [["--metrics-addr=127.0.0.1:9090"], (c) => assert.deepEqual(c.metricsAddr, { hostname: "127.0.0.1", port: 9090 })],
   [["--metrics-addr", "[::1]:9090"], (c) => assert.deepEqual(c.metricsAddr, { hostname: "::1", port: 9090 })],
   [["--metrics-addr=0"], (c) => assert.equal(c.metricsAddr, undefined)],
@@ -267,9 +264,6 @@ const PFLAG: [args: string[], check: (c: Config) => void][] = [
   [["--reconcile-interval=1m", "--reconcile-interval=2m"], (c) => assert.equal(c.reconcileIntervalMs, 120_000)],
   // A flag that takes a value takes the next word, even one that starts with a dash.
   [["--kubeconfig", "--verbose=true"], (c) => assert.deepEqual([c.kubeconfig, c.verbose], ["--verbose=true", false])],
-  // `--` ends the flags: what follows is positional.
-  [["--", "--verbose"], (c) => assert.deepEqual([c.verbose, c.ignoredArgs], [false, ["--verbose"]])],
-  [["-"], (c) => assert.deepEqual(c.ignoredArgs, ["-"])],
   // Shorthands group: -vv is verbose twice.
   [["-vv"], (c) => assert.equal(c.verbose, true)],
 ];
@@ -285,3 +279,24 @@ Deno.test("readCommandLine: --help and --version print instead of running", () =
   assert.deepEqual(readCommandLine(["--version"], {}, "1.2.3"), { print: "1.2.3" });
   assert.ok("print" in readCommandLine(["-vh"], {}), "-vh: verbose, then help");
 });
+
+const STRAY: [args: string[], message: RegExp][] = [
+  // A mistyped subcommand must not start a controller (it would write without the Lease): refused, with a hint.
+  [["plna"], /^unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\nRun 'espejo --help' for usage\.$/],
+  [["pla"], /Did you mean this\?\n\tplan/],
+  [["extra", "--verbose"], /^unknown command "extra" for "espejo"\nRun 'espejo --help' for usage\.$/],
+  // `--` ends the flags: what follows is a positional argument, refused like any other.
+  [["--", "--verbose"], /^unknown command "--verbose" for "espejo"/],
+  [["-"], /^unknown command "-" for "espejo"/],
+];
+
+for (const [args, message] of STRAY) {
+  Deno.test(`readCommandLine refuses the stray argument in ${JSON.stringify(args)} with exit code 1`, () => {
+    assert.throws(() => readCommandLine(args, {}), (e: unknown) => {
+      assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
+      assert.equal(e.exitCode, 1);
+      assert.match(e.message, message);
+      return true;
+    });
+  });
+}
