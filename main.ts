@@ -131,7 +131,7 @@ async function main(): Promise<number> {
   if (config.metricsAddr) servers.push(serveMetrics(config.metricsAddr, metrics, stop.signal));
   if (config.healthAddr) {
     servers.push(serveProbes(config.healthAddr, {
-      ready: () => controller.ready,
+      notReady: () => controller.notReady,
       unhealthy: () =>
         controller.idleForMs > WEDGED_AFTER_MS
           ? `a unit of work has been running for ${Math.round(controller.idleForMs / 1000)}s`

@@ -3,8 +3,8 @@ import type { ListenAddr } from "./config.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 
 export interface Probes {
-  /** Caches synced (and, for a standby, warm): the process can do its job. */
-  ready(): boolean;
+  /** Undefined once the caches are synced (the process can do its job), otherwise why not, with the cause. */
+  notReady(): string | undefined;
   /** Undefined when healthy, otherwise why not (e.g. the worker has not finished a unit for too long). */
   unhealthy(): string | undefined;
 }
@@ -41,7 +41,8 @@ export function serveProbes(addr: ListenAddr, probes: Probes, signal: AbortSigna
       return new Response(problem ? `${problem}\n` : "ok\n", { status: problem ? 500 : 200 });
     }
     if (path === "/readyz") {
-      return probes.ready() ? new Response("ok\n") : new Response("caches are not synced yet\n", { status: 503 });
+      const problem = probes.notReady();
+      return problem ? new Response(`${problem}\n`, { status: 503 }) : new Response("ok\n");
     }
     return new Response("not found\n", { status: 404 });
   });

@@ -28,7 +28,7 @@ import { Registry } from "./registry.ts";
 import { StatusLedger } from "./status_ledger.ts";
 import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
-import { type NamespaceInfo, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
+import { type NamespaceInfo, notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
 
 export type { ControllerOptions, NamespaceInfo };
@@ -131,7 +131,12 @@ export class Controller {
 
   /** True once the namespace and SyncConfig caches hold their first list. */
   get ready(): boolean {
-    return this.namespaces.hasSynced && this.syncConfigs.hasSynced;
+    return this.notReady === undefined;
+  }
+
+  /** Why the controller is not ready (for `/readyz`): the caches still filling, each with its last error. */
+  get notReady(): string | undefined {
+    return notSyncedReason({ namespaces: this.namespaces, syncconfigs: this.syncConfigs });
   }
 
   /** How long the oldest unit in progress has been running, 0 when none is (for liveness). */

@@ -76,3 +76,16 @@ export function watchSyncConfigs(
     onError: (e, ms) => trouble.failed("syncconfigs", e, ms),
   });
 }
+
+/**
+ * Why the controller is not ready: the caches that have not finished their first list, each with its last list or
+ * watch error (a wrong CA, a refused connection, a 403), so that `/readyz` says the cause, not only that it waits.
+ */
+export function notSyncedReason(
+  caches: Record<string, { hasSynced: boolean; lastError: unknown }>,
+): string | undefined {
+  const why = Object.entries(caches).filter(([, c]) => !c.hasSynced).map(([name, c]) =>
+    c.lastError ? `${name}: ${c.lastError instanceof Error ? c.lastError.message : String(c.lastError)}` : name
+  );
+  return why.length ? `caches are not synced yet: ${why.join("; ")}` : undefined;
+}

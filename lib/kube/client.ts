@@ -7,6 +7,7 @@
  * URL's host (`tls-server-name`). Those clients use node:https (`transport_node.ts`). Both paths need only
  * `--allow-net` (and `--allow-env`, which fetch's path uses to keep Deno's own proxy variables out).
  */
+import { asConnectionError } from "./connection_error.ts";
 import { apiErrorFrom } from "./errors.ts";
 import { TokenBucket } from "./rate_limiter.ts";
 import type { Transport, TransportOptions } from "./transport.ts";
@@ -170,7 +171,8 @@ export class HttpKubeClient implements KubeClient {
       return res;
     } catch (e) {
       this.opts.onResponse?.({ method, path, watch: o.watch, code: 0 });
-      throw e;
+      // "fetch failed" says nothing: name the server and the cause as kubectl would (an abort stays an abort).
+      throw asConnectionError(url, e);
     }
   }
 }

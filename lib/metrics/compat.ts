@@ -36,8 +36,18 @@ const RECONCILE_BUCKETS = [
   ...[1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60],
 ];
 
-/** client-go's buckets of workqueue_queue_duration_seconds: ExponentialBuckets(10e-9, 10, 12), 1e-8 s to 1000 s. */
-const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number(`1e${i - 8}`));
+/**
+ * client-go's buckets of workqueue_queue_duration_seconds: ExponentialBuckets(10e-9, 10, 12), 1e-8 s to 1000 s,
+ * multiplied out as client_golang does, so that the bounds are the same doubles (the fourth is
+ * 9.999999999999999e-06, not 1e-05) and their `le` labels the same series as the Go espejo's.
+ */
+const QUEUE_BUCKETS = exponentialBuckets(10e-9, 10, 12);
+
+function exponentialBuckets(start: number, factor: number, count: number): number[] {
+  const buckets: number[] = [];
+  for (let bound = start; buckets.length < count; bound *= factor) buckets.push(bound);
+  return buckets;
+}
 
 export class ControllerRuntimeMetrics {
   /** `host` label of rest_client_requests_total: the API server's host:port (set once the server is known). */

@@ -114,7 +114,11 @@ export class Histogram<L extends string = never> extends Metric<L> {
     const values: Sample[] = [];
     for (const h of this.#counts.values()) {
       this.#buckets.forEach((le, i) =>
-        values.push({ labels: { ...h.labels, le: String(le) }, value: h.buckets[i], metricName: `${this.name}_bucket` })
+        values.push({
+          labels: { ...h.labels, le: goFloat(le) },
+          value: h.buckets[i],
+          metricName: `${this.name}_bucket`,
+        })
       );
       values.push({ labels: { ...h.labels, le: "+Inf" }, value: h.n, metricName: `${this.name}_bucket` });
       values.push({ labels: h.labels, value: h.sum, metricName: `${this.name}_sum` });
@@ -176,12 +180,24 @@ function labelText(labels: Record<string, string>): string {
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
-function number(v: number): string {
+/**
+ * A number as client_golang writes it (`strconv.FormatFloat(v, 'g', -1, 64)`): the shortest digits that read back
+ * as `v`, in exponent form when the exponent is below -4 or at least 6, with a sign and at least two exponent digits
+ * (`1e-08`, `1.5e+06`). Bucket bounds are label values: `le="1e-8"` and `le="1e-08"` are different series to
+ * Prometheus 2.x, so dashboards written against the Go espejo need Go's spelling.
+ */
+export function goFloat(v: number): string {
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "+Inf";
   if (v === -Infinity) return "-Inf";
-  return String(v);
+  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
+  const [mantissa, exponent] = v.toExponential().split("e"); // shortest round-trip digits, as Go's -1 precision
+  const exp = Number(exponent);
+  if (exp < -4 || exp >= 6) return `${mantissa}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+  return String(v); // JavaScript writes this range without an exponent, as Go's %f with the shortest digits does
 }
+
+const number = goFloat;
 
 /** The usual process_* and nodejs_* gauges, read at each scrape (Linux /proc where needed). */
 export function collectDefaultMetrics(registry: Registry): void {

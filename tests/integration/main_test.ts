@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { repoRoot } from "../../testenv/build.ts";
-import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { createServiceAccount, freePorts, type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { makeCerts } from "../../testenv/certs.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
 import { espejoPermissions, espejoV8Flags, shippedFlags } from "../../testenv/permissions.ts";
@@ -55,6 +56,60 @@ Deno.test("main refuses a mistyped subcommand with exit 1 before it starts anyth
   assert.equal(code, 1, stderr);
   assert.match(stderr, /^error: unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\n/);
   assert.doesNotMatch(stdout + stderr, /Starting espejo/);
+});
+
+Deno.test("main names why it cannot reach the API server, in the log and in /readyz", opts, async () => {
+  const c = await testCluster();
+  const dir = await Deno.makeTempDir();
+  try {
+    const other = await makeCerts(dir); // a CA the API server's certificate was not signed by
+    const [closedPort] = await freePorts(1);
+    const identity = { username: "nobody", token: "unused" } as Identity;
+    const cases = [
+      {
+        name: "wrong CA",
+        kubeconfig: kubeconfigYaml(c.server, other.caCert, identity),
+        cause: /x509: certificate signed by unknown authority/,
+      },
+      {
+        name: "nothing listening",
+        kubeconfig: kubeconfigYaml(`https://127.0.0.1:${closedPort}`, c.caPem, identity),
+        cause: new RegExp(`dial tcp 127\\.0\\.0\\.1:${closedPort}: connect: connection refused`),
+      },
+    ];
+    for (const { name, kubeconfig, cause } of cases) {
+      const path = join(dir, `kubeconfig-${cases.findIndex((x) => x.name === name)}`);
+      await Deno.writeTextFile(path, kubeconfig);
+      const [healthPort] = await freePorts(1);
+      const child = new Deno.Command(Deno.execPath(), {
+        args: ["run", ...shippedFlags(), mainTs, "--kubeconfig", path, `--health-addr=127.0.0.1:${healthPort}`],
+        env: { ...imageEnvironment(), WATCH_NAMESPACE: "espejo" },
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+      try {
+        const body = await eventually(
+          async () => {
+            const res = await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined);
+            const text = await res?.text();
+            return res?.status === 503 && text && cause.test(text) ? text : undefined;
+          },
+          30_000,
+          `${name}: /readyz names the cause`,
+        );
+        assert.match(body, /^caches are not synced yet: namespaces: cannot reach the API server at https:\/\//);
+      } finally {
+        child.kill("SIGTERM");
+        await child.status;
+      }
+      const [stdout, stderr] = await output;
+      assert.match(stdout + stderr, cause, `${name}: the log names the cause`);
+      assert.doesNotMatch(stdout + stderr, /fetch failed/, `${name}: not the bare "fetch failed"`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM", opts, async () => {

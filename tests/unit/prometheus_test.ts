@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "../../lib/metrics/prometheus.ts";
+import fc from "fast-check";
+import { collectDefaultMetrics, Counter, Gauge, goFloat, Histogram, Registry } from "../../lib/metrics/prometheus.ts";
 
 Deno.test("Registry.metrics writes HELP, TYPE and one line per series, labels escaped", () => {
   const registry = new Registry();
@@ -89,4 +90,48 @@ Deno.test("Histogram remove forgets the series' buckets too", () => {
   const text = registry.metrics();
   assert.doesNotMatch(text, /t="gone"/);
   assert.match(text, /^r_seconds_count\{t="kept"\} 1$/m);
+});
+
+const GO_FLOATS: [number, string][] = [
+  // strconv.FormatFloat(v, 'g', -1, 64), as client_golang writes values and bucket bounds
+  [1e-8, "1e-08"],
+  [5e-5, "5e-05"],
+  [0.0001, "0.0001"],
+  [0.005, "0.005"],
+  [0.25, "0.25"],
+  [1, "1"],
+  [100000, "100000"],
+  [999999, "999999"],
+  [1e6, "1e+06"],
+  [1234567, "1.234567e+06"],
+  [83886080, "8.388608e+07"],
+  [1.7e21, "1.7e+21"],
+  [-2.5e-7, "-2.5e-07"],
+  [0, "0"],
+  [NaN, "NaN"],
+  [Infinity, "+Inf"],
+  [-Infinity, "-Inf"],
+];
+
+for (const [v, text] of GO_FLOATS) {
+  Deno.test(`goFloat writes ${v} as Go's strconv does: ${text}`, () => assert.equal(goFloat(v), text));
+}
+
+Deno.test("goFloat reads back as the same number for any double", () => {
+  fc.assert(
+    fc.property(
+      fc.double({ noNaN: true }),
+      (v) => Object.is(Number(goFloat(v).replace("+Inf", "Infinity").replace("-Inf", "-Infinity")), v),
+    ),
+  );
+});
+
+Deno.test('Histogram bucket bounds are written as Go writes them (le="1e-08", not le="1e-8")', () => {
+  const registry = new Registry();
+  const h = new Histogram({ name: "tiny_seconds", help: "h", buckets: [1e-8, 1e-3, 1e7], registers: [registry] });
+  h.observe(1e-9);
+  const text = registry.metrics();
+  assert.match(text, /^tiny_seconds_bucket\{le="1e-08"\} 1$/m);
+  assert.match(text, /^tiny_seconds_bucket\{le="0.001"\} 1$/m);
+  assert.match(text, /^tiny_seconds_bucket\{le="1e\+07"\} 1$/m);
 });
