@@ -1,7 +1,10 @@
 /**
- * Kubernetes Events on objects of one kind (the controller's: SyncConfigs), aggregated the way client-go's correlator does it: an event that repeats (same
- * object, type, reason and message) is not created again; its count grows in memory and is written back at most
- * every `updateEveryMs`, so a permanently failing item costs the API server one event, not one per pass.
+ * Kubernetes Events on objects of one kind (the controller's: SyncConfigs), aggregated the way client-go's correlator
+ * does it: an event that repeats (same object, type, reason and message) is not created again; its `count` and
+ * `lastTimestamp` are patched. Writes go through client-go's spam filter, a token bucket per involved object (25 at
+ * once, then one every 5 minutes): a permanently failing item costs a handful of writes an hour, not one per pass.
+ * Where client-go drops a repeat the bucket refuses, this recorder keeps its count and writes it when the next token
+ * comes, so that `count` and `lastTimestamp` are current within seconds while writes are allowed and never lost.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./client.ts";
@@ -16,76 +19,86 @@ export interface EventTarget {
 }
 
 interface Recorded {
+  target: EventTarget;
   eventName: string;
   count: number;
-  firstTimestamp: string;
-  lastWritten: number;
-  pendingSince?: string;
+  /** The count and time last written; a repeat not yet written waits for a token. */
+  writtenCount: number;
+  lastTimestamp: string;
+  timer?: ReturnType<typeof setTimeout>;
 }
 
 /** Events of longer messages are cut; the API server rejects messages over 1 KiB in events.k8s.io anyway. */
 const MAX_MESSAGE = 1000;
 const MAX_REMEMBERED = 5000;
 
+/** client-go's spam filter (`EventSourceObjectSpamFilter`): burst 25, then one token every 5 minutes. */
+export const SPAM_BURST = 25;
+export const SPAM_REFILL_MS = 5 * 60_000;
+
+export interface EventClock {
+  now(): number;
+  /** Runs `fn` after `ms` without keeping the process alive for it. */
+  later(fn: () => void, ms: number): ReturnType<typeof setTimeout>;
+}
+
+const realClock: EventClock = {
+  now: Date.now,
+  later: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    Deno.unrefTimer(t as unknown as number);
+    return t;
+  },
+};
+
 export class EventRecorder {
   readonly #seen = new Map<string, Recorded>();
+  /** Tokens per involved object (uid) and when the last was added. */
+  readonly #buckets = new Map<string, { tokens: number; refilledAt: number }>();
 
   constructor(
     private readonly client: KubeClient,
     /** The kind of every involved object. */
     private readonly involved: { apiVersion: string; kind: string },
-    private readonly updateEveryMs = 10 * 60_000,
-    private readonly now: () => number = Date.now,
+    private readonly clock: EventClock = realClock,
   ) {}
 
   /** Records an event; never throws (an event that cannot be written is logged at debug level and dropped). */
   async emit(target: EventTarget, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
     const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message;
     const key = `${target.uid}\u0000${type}\u0000${reason}\u0000${text}`;
-    const nowMs = this.now();
-    const nowIso = new Date(nowMs).toISOString().replace(/\.\d+Z$/, "Z");
+    const nowMs = this.clock.now();
     const seen = this.#seen.get(key);
-    try {
-      if (!seen) {
-        const eventName = `${target.name}.${nowMs.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
-        const event = {
-          apiVersion: "v1",
-          kind: "Event",
-          metadata: { name: eventName, namespace: target.namespace },
-          involvedObject: { ...this.involved, namespace: target.namespace, name: target.name, uid: target.uid },
-          type,
-          reason,
-          message: text,
-          source: { component: "espejo" },
-          reportingComponent: "espejo",
-          reportingInstance: Deno.hostname(),
-          firstTimestamp: nowIso,
-          lastTimestamp: nowIso,
-          count: 1,
-        };
-        await createEvent(this.client, { namespace: target.namespace }, event, { urgent: true });
-        if (this.#seen.size >= MAX_REMEMBERED) this.#seen.delete(this.#seen.keys().next().value!);
-        this.#seen.set(key, { eventName, count: 1, firstTimestamp: nowIso, lastWritten: nowMs });
-        return;
-      }
+    if (seen) {
       seen.count++;
-      if (nowMs - seen.lastWritten < this.updateEveryMs) return;
-      seen.lastWritten = nowMs;
-      await patchEvent(
-        this.client,
-        { namespace: target.namespace, name: seen.eventName },
-        { count: seen.count, lastTimestamp: nowIso },
-        { urgent: true, contentType: "application/merge-patch+json" },
-      );
-    } catch (e) {
-      // The event may have expired (1 h TTL by default): forget it so that the next repeat creates a new one.
-      this.#seen.delete(key);
-      log.debug("Could not record event {reason} on SyncConfig {namespace}/{name}: {error}", {
+      seen.lastTimestamp = isoSeconds(nowMs);
+      await this.#writeRepeat(key, seen);
+      return;
+    }
+    // A new event that the bucket refuses is dropped, as client-go drops it: there is nothing to add a count to.
+    if (!this.#take(target.uid)) return;
+    const eventName = `${target.name}.${nowMs.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
+    const at = isoSeconds(nowMs);
+    try {
+      await createEvent(this.client, { namespace: target.namespace }, {
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { name: eventName, namespace: target.namespace },
+        involvedObject: { ...this.involved, namespace: target.namespace, name: target.name, uid: target.uid },
+        type,
         reason,
-        namespace: target.namespace,
-        name: target.name,
-        error: String(e),
-      });
+        message: text,
+        source: { component: "espejo" },
+        reportingComponent: "espejo",
+        reportingInstance: Deno.hostname(),
+        firstTimestamp: at,
+        lastTimestamp: at,
+        count: 1,
+      }, { urgent: true });
+      if (this.#seen.size >= MAX_REMEMBERED) this.#forget(this.#seen.keys().next().value!);
+      this.#seen.set(key, { target, eventName, count: 1, writtenCount: 1, lastTimestamp: at });
+    } catch (e) {
+      this.#failed(key, reason, target, e);
     }
   }
 
@@ -93,7 +106,72 @@ export class EventRecorder {
   get size(): number {
     return this.#seen.size;
   }
+
+  /** Writes the count of a repeat now if a token allows, else when the next token comes (one timer per event). */
+  async #writeRepeat(key: string, seen: Recorded): Promise<void> {
+    if (seen.timer !== undefined) return; // already waiting for a token: that write takes this count too
+    if (!this.#take(seen.target.uid)) {
+      seen.timer = this.clock.later(() => {
+        seen.timer = undefined;
+        if (this.#seen.get(key) === seen && seen.count > seen.writtenCount) void this.#writeRepeat(key, seen);
+      }, this.#untilTokenMs(seen.target.uid));
+      return;
+    }
+    const count = seen.count;
+    try {
+      await patchEvent(
+        this.client,
+        { namespace: seen.target.namespace, name: seen.eventName },
+        { count, lastTimestamp: seen.lastTimestamp },
+        { urgent: true, contentType: "application/merge-patch+json" },
+      );
+      seen.writtenCount = Math.max(seen.writtenCount, count);
+    } catch (e) {
+      this.#failed(key, "repeat", seen.target, e);
+    }
+  }
+
+  #take(uid: string): boolean {
+    const now = this.clock.now();
+    const b = this.#buckets.get(uid) ?? { tokens: SPAM_BURST, refilledAt: now };
+    const earned = Math.floor((now - b.refilledAt) / SPAM_REFILL_MS);
+    if (earned > 0) {
+      b.tokens = Math.min(SPAM_BURST, b.tokens + earned);
+      b.refilledAt = b.tokens === SPAM_BURST ? now : b.refilledAt + earned * SPAM_REFILL_MS;
+    }
+    if (this.#buckets.size >= MAX_REMEMBERED && !this.#buckets.has(uid)) {
+      this.#buckets.delete(this.#buckets.keys().next().value!);
+    }
+    this.#buckets.set(uid, b);
+    if (b.tokens <= 0) return false;
+    if (b.tokens === SPAM_BURST) b.refilledAt = now; // a full bucket earns nothing while it is full
+    b.tokens--;
+    return true;
+  }
+
+  #untilTokenMs(uid: string): number {
+    const b = this.#buckets.get(uid);
+    return b ? Math.max(0, b.refilledAt + SPAM_REFILL_MS - this.clock.now()) : 0;
+  }
+
+  /** The event may have expired (1 h TTL by default): forget it so that the next repeat creates a new one. */
+  #failed(key: string, reason: string, target: EventTarget, e: unknown): void {
+    this.#forget(key);
+    log.debug("Could not record event {reason} on SyncConfig {namespace}/{name}: {error}", {
+      reason,
+      namespace: target.namespace,
+      name: target.name,
+      error: String(e),
+    });
+  }
+
+  #forget(key: string): void {
+    clearTimeout(this.#seen.get(key)?.timer);
+    this.#seen.delete(key);
+  }
 }
+
+const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
 
 /**
  * Groups item failures of one SyncConfig across namespaces: the namespace is taken out of each message, so one bad

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
+import { type EventClock, EventRecorder, SPAM_BURST, SPAM_REFILL_MS } from "../../lib/kube/events.ts";
+
+/** A client that records every request and answers it at once, and a clock the test moves by hand. */
+function setup() {
+  const sent: KubeRequest[] = [];
+  const client: KubeClient = {
+    request: <T>(req: KubeRequest) => (sent.push(req), Promise.resolve({} as T)),
+    watch: () => (async function* () {})(),
+  };
+  let now = Date.parse("2026-12-04T10:00:00Z");
+  const timers: { at: number; fn: () => void }[] = [];
+  const clock: EventClock = {
+    now: () => now,
+    later: (fn, ms) => (timers.push({ at: now + ms, fn }), timers.length as unknown as ReturnType<typeof setTimeout>),
+  };
+  const advance = async (ms: number) => {
+    now += ms;
+    const due = timers.filter((t) => t.at <= now);
+    timers.splice(0, timers.length, ...timers.filter((t) => t.at > now));
+    for (const t of due) t.fn();
+    await new Promise((r) => setTimeout(r, 0)); // lets the writes the timers started reach the client
+  };
+  const recorder = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" }, clock);
+  const target = { namespace: "espejo", name: "cfg", uid: "u1" };
+  const patches = () => sent.filter((r) => r.method === "PATCH").map((r) => r.body as { count: number });
+  return { sent, recorder, target, advance, patches, timers };
+}
+
+Deno.test("EventRecorder writes a repeat's count and time at once, as client-go's correlator does", async () => {
+  const { sent, recorder, target, advance, patches } = setup();
+  await recorder.emit(target, "Warning", "SyncFailed", "item 1 failed");
+  await advance(3_000);
+  await recorder.emit(target, "Warning", "SyncFailed", "item 1 failed");
+  await advance(3_000);
+  await recorder.emit(target, "Warning", "SyncFailed", "item 1 failed");
+  assert.deepEqual(sent.map((r) => r.method), ["POST", "PATCH", "PATCH"]);
+  assert.deepEqual(patches(), [
+    { count: 2, lastTimestamp: "2026-12-04T10:00:03Z" },
+    { count: 3, lastTimestamp: "2026-12-04T10:00:06Z" },
+  ]);
+});
+
+Deno.test("EventRecorder spends client-go's spam budget (25, then one per 5 minutes) and writes the count it held back", async () => {
+  const { sent, recorder, target, advance, patches } = setup();
+  for (let i = 0; i < 100; i++) {
+    await recorder.emit(target, "Warning", "SyncFailed", "always failing");
+    await advance(1_000);
+  }
+  assert.equal(sent.length, SPAM_BURST, "one create and 24 patches, then the bucket is empty");
+  assert.equal(patches().at(-1)!.count, SPAM_BURST);
+  // The next token comes 5 minutes after the bucket started to drain; the count held back is written then, whole.
+  await advance(SPAM_REFILL_MS);
+  assert.equal(sent.length, SPAM_BURST + 1);
+  assert.equal(patches().at(-1)!.count, 100, "the write that the token allows carries every repeat so far");
+});
+
+Deno.test("EventRecorder never drops a held-back count, and sets one timer per event however often it repeats", async () => {
+  const { recorder, target, advance, patches, timers } = setup();
+  for (let i = 0; i < SPAM_BURST + 10; i++) await recorder.emit(target, "Warning", "SyncFailed", "again");
+  assert.equal(timers.length, 1, "repeats while a write waits for a token share that write");
+  await advance(SPAM_REFILL_MS);
+  assert.equal(patches().at(-1)!.count, SPAM_BURST + 10);
+});
