@@ -185,7 +185,7 @@ export class Controller {
     this.opts.metrics.lastFullPass.set(Date.now() / 1000);
     if (signal.aborted) return;
     this.#leading = true;
-    this.opts.metrics.compat.started(this.opts.reconcileIntervalMs > 0);
+    this.opts.metrics.compat.started(this.opts.reconcileIntervalMs > 0, Math.max(1, this.opts.concurrentSyncs ?? 1));
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
     const statusWriter = this.#statusWriter.run(signal);
@@ -219,6 +219,7 @@ export class Controller {
         this.queue.addAfter(key, priority, 5_000, "retry");
       } finally {
         this.queue.done(key);
+        this.opts.metrics.compat.finished(key);
         this.#inFlight.delete(unit);
       }
       // A unit whose awaits all resolve at once (nothing to write) never lets the event loop read sockets; without

@@ -59,6 +59,14 @@ export class ControllerRuntimeMetrics {
   readonly #queueDepth: client.Gauge<"name">;
   readonly #queueAdds: client.Counter<"name">;
   readonly #queueDuration: client.Histogram<"name">;
+  readonly #workDuration: client.Histogram<"name">;
+  readonly #retries: client.Counter<"name">;
+  readonly #unfinished: client.Gauge<"name">;
+  readonly #longestRunning: client.Gauge<"name">;
+  readonly #activeWorkers: client.Gauge<"controller">;
+  readonly #maxConcurrent: client.Gauge<"controller">;
+  /** Keys being processed: the controller they were taken under and when (performance.now()), for work time. */
+  readonly #processing = new Map<string, { name: CompatController; since: number }>();
   readonly #restRequests: client.Counter<"code" | "method" | "host">;
   readonly #leader: client.Gauge<"name">;
   /** Whether interval passes run: the Go `syncconfig` Reconcile then returned RequeueAfter (see the file comment). */
@@ -109,6 +117,47 @@ export class ControllerRuntimeMetrics {
       buckets: QUEUE_BUCKETS,
       registers,
     });
+    this.#workDuration = new client.Histogram({
+      name: "workqueue_work_duration_seconds",
+      help: "How long in seconds processing an item from workqueue takes.",
+      labelNames: ["name"],
+      buckets: QUEUE_BUCKETS,
+      registers,
+    });
+    this.#retries = new client.Counter({
+      name: "workqueue_retries_total",
+      help: "Total number of retries handled by workqueue",
+      labelNames: ["name"],
+      registers,
+    });
+    this.#unfinished = new client.Gauge({
+      name: "workqueue_unfinished_work_seconds",
+      help: "How many seconds of work has been done that is in progress and hasn't been observed by " +
+        "work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by " +
+        "observing the rate at which this increases.",
+      labelNames: ["name"],
+      registers,
+    });
+    this.#longestRunning = new client.Gauge({
+      name: "workqueue_longest_running_processor_seconds",
+      help: "How many seconds has the longest running processor for workqueue been running.",
+      labelNames: ["name"],
+      registers,
+    });
+    this.#activeWorkers = new client.Gauge({
+      name: "controller_runtime_active_workers",
+      help: "Number of currently used workers per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.#maxConcurrent = new client.Gauge({
+      name: "controller_runtime_max_concurrent_reconciles",
+      help: "Maximum number of concurrent reconciles per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    // Work in progress is measured when scraped, as client-go's updateUnfinishedWork does every 500 ms.
+    registry.onCollect(() => this.#collectUnfinished());
     this.#restRequests = new client.Counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -129,15 +178,21 @@ export class ControllerRuntimeMetrics {
    * served at 0 from now on, as controller-runtime's initMetrics does, and its queue's depth and adds (client-go
    * creates those with the queue). `intervalPasses`: --reconcile-interval is not 0 (see the file comment).
    */
-  started(intervalPasses: boolean): void {
+  started(intervalPasses: boolean, workers = 1): void {
     this.#requeueAfter = intervalPasses;
     this.#started = true;
     for (const controller of CONTROLLERS) {
       for (const result of RESULTS) this.#reconciles.inc({ controller, result }, 0);
       this.#reconcileErrors.inc({ controller }, 0);
-      this.#queueAdds.inc({ name: controller }, 0);
+      // Keys that started waiting before the controllers started are adds too: each is taken, and observed, once.
+      this.#queueAdds.inc({ name: controller }, this.#depth[controller]);
       this.#queueDepth.set({ name: controller }, this.#depth[controller]);
+      this.#retries.inc({ name: controller }, 0);
+      // espejo's workers serve both queues: each controller may use all of them, as its MaxConcurrentReconciles.
+      this.#maxConcurrent.set({ controller }, workers);
+      this.#activeWorkers.set({ controller }, 0);
     }
+    this.#collectUnfinished();
   }
 
   /** One unit of work ended; `trigger` is espejo's (namespace, retry, syncconfig, interval). */
@@ -155,8 +210,10 @@ export class ControllerRuntimeMetrics {
     const name = controllerOf(trigger);
     this.#waiting.set(key, name);
     ++this.#depth[name];
-    if (!this.#started) return; // counted in the depth that started() publishes
+    if (!this.#started) return; // counted in the depth and adds that started() publishes
     this.#queueAdds.inc({ name });
+    // A retry is client-go's AddRateLimited: counted as a retry besides the add.
+    if (trigger === "retry") this.#retries.inc({ name });
     this.#queueDepth.set({ name }, this.#depth[name]);
   }
 
@@ -166,8 +223,44 @@ export class ControllerRuntimeMetrics {
    */
   taken(key: string, trigger: string | undefined, seconds: number): void {
     const name = this.#waiting.get(key) ?? controllerOf(trigger);
-    if (this.#waiting.delete(key)) this.#queueDepth.set({ name }, --this.#depth[name]);
-    this.#queueDuration.observe({ name }, seconds);
+    // Only a key counted as an add is observed, so that observations and adds agree, as in client-go.
+    if (this.#waiting.delete(key)) {
+      this.#queueDepth.set({ name }, --this.#depth[name]);
+      this.#queueDuration.observe({ name }, seconds);
+    }
+    this.#processing.set(key, { name, since: performance.now() });
+    this.#activeWorkers.set({ controller: name }, this.#active(name));
+  }
+
+  /** A worker finished `key` (client-go's Done): its work time is observed. */
+  finished(key: string): void {
+    const p = this.#processing.get(key);
+    if (!p) return;
+    this.#processing.delete(key);
+    this.#workDuration.observe({ name: p.name }, (performance.now() - p.since) / 1000);
+    this.#activeWorkers.set({ controller: p.name }, this.#active(p.name));
+  }
+
+  #active(name: CompatController): number {
+    let n = 0;
+    for (const p of this.#processing.values()) if (p.name === name) n++;
+    return n;
+  }
+
+  #collectUnfinished(): void {
+    if (!this.#started) return;
+    const now = performance.now();
+    for (const name of CONTROLLERS) {
+      let total = 0;
+      let longest = 0;
+      for (const p of this.#processing.values()) {
+        if (p.name !== name) continue;
+        total += (now - p.since) / 1000;
+        longest = Math.max(longest, (now - p.since) / 1000);
+      }
+      this.#unfinished.set({ name }, total);
+      this.#longestRunning.set({ name }, longest);
+    }
   }
 
   /** A reply (`code` 0: no reply) to a request; watches are GETs, as in client-go. */

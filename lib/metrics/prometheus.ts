@@ -211,6 +211,7 @@ export function collectDefaultMetrics(registry: Registry): void {
   const rss = gauge("process_resident_memory_bytes", "Resident memory size in bytes");
   const virt = gauge("process_virtual_memory_bytes", "Virtual memory size in bytes");
   const fds = gauge("process_open_fds", "Number of open file descriptors");
+  const maxFds = gauge("process_max_fds", "Maximum number of open file descriptors");
   const heapTotal = gauge("nodejs_heap_size_total_bytes", "Process heap size from the JavaScript engine, in bytes");
   const heapUsed = gauge("nodejs_heap_size_used_bytes", "Process heap size used from the JavaScript engine, in bytes");
   const external = gauge("nodejs_external_memory_bytes", "Engine external memory size in bytes");
@@ -232,6 +233,10 @@ export function collectDefaultMetrics(registry: Registry): void {
       let open = 0;
       for (const _ of Deno.readDirSync("/proc/self/fd")) open++;
       fds.set(open);
+      // The soft limit, as client_golang's process collector reads it.
+      const limits = Deno.readTextFileSync("/proc/self/limits");
+      const soft = /^Max open files\s+(\d+|unlimited)/m.exec(limits)?.[1];
+      if (soft) maxFds.set(soft === "unlimited" ? Infinity : Number(soft));
     } catch {
       // Not Linux, or no /proc: those two stay 0.
     }

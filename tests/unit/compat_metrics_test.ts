@@ -3,9 +3,12 @@
  * and label values that controller-runtime v0.18.4 and client-go v0.30 served for the Go espejo v0.5.0.
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { Metrics } from "../../lib/metrics/metrics.ts";
 import { WorkQueue } from "../../lib/controller/queue.ts";
 import { PRIORITIES, PRIORITY, type Trigger } from "../../lib/controller/work_items.ts";
+
+const TRIGGERS = Object.keys(PRIORITY) as Trigger[];
 
 interface Sample {
   name: string;
@@ -73,6 +76,12 @@ Deno.test("ControllerRuntimeMetrics serves the controller-runtime names and type
       workqueue_depth: "gauge",
       workqueue_adds_total: "counter",
       workqueue_queue_duration_seconds: "histogram",
+      workqueue_work_duration_seconds: "histogram",
+      workqueue_retries_total: "counter",
+      workqueue_unfinished_work_seconds: "gauge",
+      workqueue_longest_running_processor_seconds: "gauge",
+      controller_runtime_active_workers: "gauge",
+      controller_runtime_max_concurrent_reconciles: "gauge",
       rest_client_requests_total: "counter",
       leader_election_master_status: "gauge",
     },
@@ -227,6 +236,75 @@ Deno.test("ControllerRuntimeMetrics: a standby serves no queue series; the leade
   m.compat.started(true);
   assert.deepEqual(series(m, "workqueue_depth"), ['{name="namespace"}=1', '{name="syncconfig"}=1']);
   m.compat.added("namespace:y", "namespace");
-  assert.deepEqual(series(m, "workqueue_adds_total"), ['{name="namespace"}=1', '{name="syncconfig"}=0']);
+  // The keys that waited for the start are adds too: every key taken is one add and one observation.
+  assert.deepEqual(series(m, "workqueue_adds_total"), ['{name="namespace"}=2', '{name="syncconfig"}=1']);
   assert.deepEqual(series(m, "workqueue_depth"), ['{name="namespace"}=2', '{name="syncconfig"}=1']);
+});
+
+Deno.test("ControllerRuntimeMetrics: adds and queue-duration observations agree once the queue drains, whatever the order", async () => {
+  const ops = fc.array(
+    fc.record({
+      key: fc.constantFrom("ns/a", "ns/b", "cfg/x"),
+      trigger: fc.constantFrom(...TRIGGERS),
+      take: fc.boolean(),
+    }),
+    { maxLength: 40 },
+  );
+  await fc.assert(fc.asyncProperty(ops, fc.integer({ min: 0, max: 40 }), async (steps, startAt) => {
+    const m = new Metrics();
+    const queue = wiredQueue(m);
+    const processing: string[] = [];
+    for (const [i, step] of steps.entries()) {
+      // Keys may wait before the controllers start (a standby), but only a started controller's workers take them.
+      if (i === startAt) m.compat.started(true);
+      const started = i >= startAt;
+      if (step.take && !started) continue;
+      if (step.take && queue.length() > 0) processing.push(await take(m, queue));
+      else if (step.take && processing.length) queue.done(processing.shift()!);
+      else queue.add(step.key, PRIORITY[step.trigger], step.trigger);
+    }
+    if (startAt >= steps.length) m.compat.started(true);
+    for (;;) {
+      for (const key of processing.splice(0)) queue.done(key);
+      if (queue.length() === 0) break;
+      while (queue.length() > 0) processing.push(await take(m, queue));
+    }
+    const total = (name: string) =>
+      scrape(m).samples.filter((x) => x.name === name).reduce((sum, x) => sum + x.value, 0);
+    assert.equal(total("workqueue_queue_duration_seconds_count"), total("workqueue_adds_total"));
+    assert.equal(total("workqueue_depth"), 0);
+    queue.shutdown();
+  }));
+});
+
+Deno.test("ControllerRuntimeMetrics: work in progress and its duration, workers and retries, as client-go serves them", () => {
+  const m = new Metrics();
+  m.compat.started(true, 4);
+  assert.deepEqual(series(m, "controller_runtime_max_concurrent_reconciles"), [
+    '{controller="namespace"}=4',
+    '{controller="syncconfig"}=4',
+  ]);
+  m.compat.added("ns/a", "retry");
+  m.compat.added("ns/b", "namespace");
+  m.compat.taken("ns/a", "retry", 0.001);
+  m.compat.taken("ns/b", "namespace", 0.001);
+  assert.deepEqual(series(m, "controller_runtime_active_workers"), [
+    '{controller="namespace"}=2',
+    '{controller="syncconfig"}=0',
+  ]);
+  assert.deepEqual(series(m, "workqueue_retries_total"), ['{name="namespace"}=1', '{name="syncconfig"}=0']);
+  const unfinished = scrape(m).samples.find((x) =>
+    x.name === "workqueue_unfinished_work_seconds" && x.labels.name === "namespace"
+  );
+  assert.ok(unfinished && unfinished.value >= 0);
+  assert.ok(series(m, "workqueue_longest_running_processor_seconds").length === 2);
+  m.compat.finished("ns/a");
+  m.compat.finished("ns/b");
+  m.compat.finished("ns/b"); // a second done of a key not in progress observes nothing
+  assert.deepEqual(series(m, "workqueue_work_duration_seconds_count"), ['{name="namespace"}=2']);
+  assert.deepEqual(series(m, "controller_runtime_active_workers"), [
+    '{controller="namespace"}=0',
+    '{controller="syncconfig"}=0',
+  ]);
+  assert.deepEqual(series(m, "workqueue_unfinished_work_seconds"), ['{name="namespace"}=0', '{name="syncconfig"}=0']);
 });
