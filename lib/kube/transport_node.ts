@@ -77,15 +77,18 @@ export class NodeTransport implements Transport {
 
 async function nodeAgent(opts: TransportOptions): Promise<Agent> {
   const [https, tls] = await Promise.all([import("node:https"), import("node:tls")]);
+  // Without a CA of its own, node:https would read the system's roots, which needs `--allow-sys` beyond the shipped
+  // permissions; a client that verifies nothing needs no roots, so it gets an empty list instead.
+  const ca = opts.caCerts ?? (opts.insecureSkipTlsVerify ? [] : undefined);
   const secure = {
-    ca: opts.caCerts,
+    ca,
     ...(opts.cert && opts.key ? { cert: opts.cert, key: opts.key } : {}),
     rejectUnauthorized: !opts.insecureSkipTlsVerify,
     ...(opts.tlsServerName ? { servername: opts.tlsServerName } : {}),
   };
   if (!opts.proxy) return new https.Agent({ keepAlive: true, ...secure });
   const proxy = new URL(opts.proxy);
-  const proxyTls = { ca: opts.caCerts, rejectUnauthorized: !opts.insecureSkipTlsVerify };
+  const proxyTls = { ca, rejectUnauthorized: !opts.insecureSkipTlsVerify };
   type CreateConnection = Agent["createConnection"];
   class ProxiedAgent extends https.Agent {
     override createConnection(...[options, callback]: Parameters<CreateConnection>): ReturnType<CreateConnection> {

@@ -11,7 +11,6 @@ import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { loadClientOptions } from "../../lib/kube/kubeconfig.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { startForwarder, startProxy, type TestProxy } from "../../testenv/proxy.ts";
-import { freePorts } from "../../testenv/controlplane.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { repoRoot } from "../../testenv/build.ts";
 
@@ -323,45 +322,71 @@ Deno.test(
 );
 
 /**
- * Runs main.ts with the shipped permission set and `kubeconfig` until ready, then stops it; returns its log. It
- * watches a namespace of its own: run cluster-wide as admin, it would sync the SyncConfigs of the tests running beside
- * it (and write Events on them).
+ * Runs main.ts with the shipped permission set and `kubeconfig` until its own log says its caches synced, then stops
+ * it; returns its log. The condition is read from this child's output, not from a port: a probe port picked free can
+ * be taken by another test's controller on a busy machine, whose /readyz would answer for it. It watches a namespace
+ * of its own: run cluster-wide as admin, it would sync the SyncConfigs of the tests running beside it.
  */
 async function runUntilReady(kubeconfig: string, env: Record<string, string>): Promise<string> {
-  const [healthPort] = await freePorts(1);
   const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...shippedFlags(),
-      join(repoRoot, "main.ts"),
-      "--kubeconfig",
-      kubeconfig,
-      `--health-addr=127.0.0.1:${healthPort}`,
-      "--log-format=json",
-    ],
+    args: ["run", ...shippedFlags(), join(repoRoot, "main.ts"), "--kubeconfig", kubeconfig, "--log-format=json"],
     env: { WATCH_NAMESPACE: uniqueName("kubeconfig-it"), ...env },
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  const stderr = new Response(child.stderr).text();
+  let log = "";
   try {
-    await eventually(
-      async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`)).status === 200,
-      30_000,
-      "ready",
-    ).catch(async (e: Error) => {
+    const synced = (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of child.stdout) {
+        log += decoder.decode(chunk, { stream: true });
+        if (/"message":"Caches synced/.test(log)) return true;
+      }
+      return false;
+    })();
+    const deadline = new Promise<false>((r) => setTimeout(() => r(false), 30_000));
+    if (!(await Promise.race([synced, deadline]))) {
       child.kill("SIGKILL");
-      throw new Error(`${e.message}\n${(await output).join("\n").slice(-3000)}`);
-    });
+      throw new Error(`the controller did not sync its caches within 30 s:\n${(log + (await stderr)).slice(-3000)}`);
+    }
   } finally {
     try {
       child.kill("SIGTERM");
     } catch { /* already gone */ }
     await child.status;
   }
-  const [stdout, stderr] = await output;
-  return stdout + stderr;
+  return log + (await stderr);
 }
+
+Deno.test(
+  "main with the shipped permissions: insecure-skip-tls-verify without a proxy syncs, with one warning",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const dir = await Deno.makeTempDir({ prefix: "espejo-kubeconfig-main-" });
+    try {
+      const path = join(dir, "insecure");
+      await Deno.writeTextFile(
+        path,
+        JSON.stringify({
+          apiVersion: "v1",
+          kind: "Config",
+          "current-context": "it",
+          clusters: [{ name: "it", cluster: { server: c.server, "insecure-skip-tls-verify": true } }],
+          users: [{ name: "admin", user: { token: c.admin.token } }],
+          contexts: [{ name: "it", context: { cluster: "it", user: "admin" } }],
+        }),
+      );
+      const log = await runUntilReady(path, {});
+      assert.doesNotMatch(log, /Requires sys access/);
+      const warnings = log.split("\n").filter((l) => l.includes("insecure-skip-tls-verify"));
+      assert.equal(warnings.length, 1, log.slice(-2000));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
 
 Deno.test(
   "main with the shipped permissions: insecure-skip-tls-verify through a proxy-url, and HTTPS_PROXY",

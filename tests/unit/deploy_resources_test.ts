@@ -22,3 +22,24 @@ Deno.test("deploy/'s container asks for no more than the Go espejo's limits, and
   assert.deepEqual(limits, GO_ESPEJO_LIMITS);
   assert.ok(bytes(requests.memory) <= bytes(limits.memory), `request ${requests.memory} within the limit`);
 });
+
+Deno.test("deploy/ keeps one of its two replicas through a drain and prefers them on different nodes", () => {
+  const read = (file: string) =>
+    parseAllDocuments(Deno.readTextFileSync(join(repoRoot, "deploy", file))).map((d) => d.toJS());
+  const deployment = read("deployment.yaml").find((d) => d?.kind === "Deployment");
+  const pdb = read("pdb.yaml").find((d) => d?.kind === "PodDisruptionBudget");
+  const kustomization = read("kustomization.yaml")[0];
+  assert.ok(kustomization.resources.includes("pdb.yaml"), "kubectl apply -k deploy/ installs the budget");
+  assert.equal(deployment.spec.replicas, 2);
+  assert.equal(pdb.spec.maxUnavailable, 1, "a drain takes at most one replica at a time");
+  assert.deepEqual(pdb.spec.selector.matchLabels, deployment.spec.selector.matchLabels);
+  assert.equal(pdb.metadata.namespace, deployment.metadata.namespace);
+  const terms = deployment.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution;
+  assert.deepEqual(
+    terms.map((t: { podAffinityTerm: { topologyKey: string } }) => t.podAffinityTerm.topologyKey),
+    ["kubernetes.io/hostname", "topology.kubernetes.io/zone"],
+  );
+  for (const t of terms) {
+    assert.deepEqual(t.podAffinityTerm.labelSelector.matchLabels, deployment.spec.template.metadata.labels);
+  }
+});
