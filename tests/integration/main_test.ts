@@ -82,7 +82,10 @@ Deno.test("main names why it cannot reach the API server, in the log and in /rea
       await Deno.writeTextFile(path, kubeconfig);
       const [healthPort] = await freePorts(1);
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", ...shippedFlags(), mainTs, "--kubeconfig", path, `--health-addr=127.0.0.1:${healthPort}`],
+        args: [
+          ...["run", ...shippedFlags(), mainTs, "--kubeconfig", path],
+          ...[`--health-addr=127.0.0.1:${healthPort}`, "--metrics-addr=0"], // never the shared default :8080
+        ],
         env: { ...imageEnvironment(), WATCH_NAMESPACE: "espejo" },
         stdout: "piped",
         stderr: "piped",
