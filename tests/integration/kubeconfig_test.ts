@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { loadClientOptions } from "../../lib/kube/kubeconfig.ts";
-import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { clientFor, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { startForwarder, startProxy, type TestProxy } from "../../testenv/proxy.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { repoRoot } from "../../testenv/build.ts";
