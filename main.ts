@@ -13,6 +13,9 @@ import { LeaderElector } from "./lib/kube/leader.ts";
 import { setupLogging } from "./lib/app/logging.ts";
 import { Metrics } from "./lib/metrics/metrics.ts";
 import { VERSION } from "./lib/app/version.ts";
+import { MetricsAuth } from "./lib/app/metrics_auth.ts";
+import { selfSignedCert, type ServingCert } from "./lib/app/self_signed.ts";
+import { join } from "node:path";
 
 /** A unit of work that has been running this long (a wedged worker) makes /healthz report unhealthy. */
 const WEDGED_AFTER_MS = 5 * 60_000;
@@ -128,7 +131,18 @@ async function main(): Promise<number> {
   });
 
   const servers: Deno.HttpServer[] = [];
-  if (config.metricsAddr) servers.push(serveMetrics(config.metricsAddr, metrics, stop.signal));
+  if (config.metricsAddr) {
+    let secure;
+    if (config.metricsSecure) {
+      try {
+        secure = { tls: await servingCert(config.metricsCertPath), auth: new MetricsAuth(client) };
+      } catch (e) {
+        log.fatal("Cannot serve metrics over HTTPS: {error}", { error: (e as Error).message });
+        return 1;
+      }
+    }
+    servers.push(serveMetrics(config.metricsAddr, metrics, stop.signal, secure));
+  }
   if (config.healthAddr) {
     servers.push(serveProbes(config.healthAddr, {
       notReady: () => controller.notReady,
@@ -146,6 +160,16 @@ async function main(): Promise<number> {
   client.close();
   log.info("Stopped");
   return 0;
+}
+
+/** `tls.crt` and `tls.key` of `--metrics-cert-path`, or a self-signed certificate (as controller-runtime makes). */
+async function servingCert(dir: string | undefined): Promise<ServingCert> {
+  if (!dir) return await selfSignedCert();
+  const read = (name: string) =>
+    Deno.readTextFile(join(dir, name)).catch((e) => {
+      throw new Error(`--metrics-cert-path ${dir}: cannot read ${name}: ${e.message}`);
+    });
+  return { cert: await read("tls.crt"), key: await read("tls.key") };
 }
 
 /** The namespace of the pod we run in, from POD_NAMESPACE or the service account mount. */

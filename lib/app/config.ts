@@ -13,6 +13,10 @@ export interface Config {
   /** How long a namespace found in sync is skipped by passes; 0: compare every namespace in every pass. */
   fullCompareIntervalMs: number;
   metricsAddr: ListenAddr | undefined;
+  /** Serve /metrics over HTTPS to authenticated and authorized scrapers only (`--metrics-secure`). */
+  metricsSecure: boolean;
+  /** Directory with `tls.crt` and `tls.key` for `--metrics-secure`; undefined: a self-signed certificate. */
+  metricsCertPath: string | undefined;
   healthAddr: ListenAddr | undefined;
   enableLeaderElection: boolean;
   leaderElectionNamespace: string | undefined;
@@ -96,6 +100,14 @@ const FLAGS = {
     help: "address of the Prometheus /metrics endpoint; 0 disables it",
     defaultText: ":8080",
     parse: parseListenAddr,
+  },
+  "metrics-secure": {
+    help: "serve /metrics over HTTPS, only to a bearer token that a TokenReview authenticates and a " +
+      "SubjectAccessReview allows to get /metrics (controller-runtime's secure metrics); off, as in the Go espejo",
+  },
+  "metrics-cert-path": {
+    placeholder: "dir",
+    help: "directory holding tls.crt and tls.key for --metrics-secure (default: a self-signed certificate)",
   },
   "health-addr": {
     placeholder: "addr",
@@ -234,6 +246,8 @@ export function readCommandLine(
       reconcileIntervalMs: flag("reconcile-interval"),
       fullCompareIntervalMs: flag("full-compare-interval"),
       metricsAddr: flag("metrics-addr"),
+      metricsSecure: values.get("metrics-secure") === true,
+      metricsCertPath: text("metrics-cert-path"),
       healthAddr: flag("health-addr"),
       enableLeaderElection: values.get("enable-leader-election") === true,
       leaderElectionNamespace: text("leader-election-namespace"),

@@ -1,6 +1,8 @@
 /** The metrics and probe endpoints. */
 import type { ListenAddr } from "./config.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import type { MetricsAuth } from "./metrics_auth.ts";
+import type { ServingCert } from "./self_signed.ts";
 
 export interface Probes {
   /** Undefined once the caches are synced (the process can do its job), otherwise why not, with the cause. */
@@ -13,8 +15,13 @@ export interface Probes {
  * Serves on `addr`. `::` (from `:port`) accepts IPv6 and IPv4 alike, as Go does; where the kernel has no IPv6, it
  * falls back to every IPv4 address.
  */
-function serve(addr: ListenAddr, signal: AbortSignal, handler: Deno.ServeHandler): Deno.HttpServer {
-  const options = { port: addr.port, signal, onListen: () => {} };
+function serve(
+  addr: ListenAddr,
+  signal: AbortSignal,
+  handler: Deno.ServeHandler,
+  tls?: ServingCert,
+): Deno.HttpServer {
+  const options = { port: addr.port, signal, onListen: () => {}, ...(tls ? { cert: tls.cert, key: tls.key } : {}) };
   if (addr.hostname !== "::") return Deno.serve({ ...options, hostname: addr.hostname }, handler);
   try {
     return Deno.serve({ ...options, hostname: "::" }, handler);
@@ -24,13 +31,29 @@ function serve(addr: ListenAddr, signal: AbortSignal, handler: Deno.ServeHandler
   }
 }
 
-export function serveMetrics(addr: ListenAddr, metrics: Metrics, signal: AbortSignal): Deno.HttpServer {
-  return serve(addr, signal, (req) => {
-    if (new URL(req.url).pathname !== "/metrics") return new Response("not found\n", { status: 404 });
+/** What `--metrics-secure` adds: the serving certificate, and who may scrape (lib/app/metrics_auth.ts). */
+export interface SecureMetrics {
+  tls: ServingCert;
+  auth: Pick<MetricsAuth, "check">;
+}
+
+export function serveMetrics(
+  addr: ListenAddr,
+  metrics: Metrics,
+  signal: AbortSignal,
+  secure?: SecureMetrics,
+): Deno.HttpServer {
+  return serve(addr, signal, async (req) => {
+    const path = new URL(req.url).pathname;
+    if (path !== "/metrics") return new Response("not found\n", { status: 404 });
+    if (secure) {
+      const verdict = await secure.auth.check(req.headers.get("authorization"), path);
+      if (!verdict.ok) return new Response(`${verdict.reason}\n`, { status: verdict.status });
+    }
     return new Response(metrics.registry.metrics(), {
       headers: { "content-type": metrics.registry.contentType },
     });
-  });
+  }, secure?.tls);
 }
 
 export function serveProbes(addr: ListenAddr, probes: Probes, signal: AbortSignal): Deno.HttpServer {

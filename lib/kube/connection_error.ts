@@ -50,6 +50,13 @@ export function explain(url: URL, e: unknown): { failure: ConnectionFailure; rea
   ) {
     return { failure: "tls", reason: `${verify}certificate signed by unknown authority` };
   }
+  // A CA of the issuer's name whose key did not sign the certificate (another CA under the same name).
+  if (/BadSignature|InvalidSignatureForPublicKey|CERT_SIGNATURE_FAILURE/.test(`${code} ${text}`)) {
+    return {
+      failure: "tls",
+      reason: `${verify}certificate signed by unknown authority (the trusted CA of the issuer's name did not sign it)`,
+    };
+  }
   const names = validNames(text);
   if (names || code === "ERR_TLS_CERT_ALTNAME_INVALID" || /NotValidForName/.test(text)) {
     const forName = /not valid for name "([^"]+)"/.exec(text)?.[1] ?? /Host: ([^ ]+?)\.? is not/.exec(text)?.[1];

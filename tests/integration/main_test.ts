@@ -62,13 +62,14 @@ Deno.test("main names why it cannot reach the API server, in the log and in /rea
   const c = await testCluster();
   const dir = await Deno.makeTempDir();
   try {
-    const other = await makeCerts(dir); // a CA the API server's certificate was not signed by
+    // A CA the API server's certificate was not signed by (makeCerts returns the paths of PEM files).
+    const otherCa = await Deno.readTextFile((await makeCerts(dir)).caCert);
     const [closedPort] = await freePorts(1);
     const identity = { username: "nobody", token: "unused" } as Identity;
     const cases = [
       {
         name: "wrong CA",
-        kubeconfig: kubeconfigYaml(c.server, other.caCert, identity),
+        kubeconfig: kubeconfigYaml(c.server, otherCa, identity),
         cause: /x509: certificate signed by unknown authority/,
       },
       {

@@ -16,6 +16,8 @@ Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () 
     reconcileIntervalMs: 10_000, // espejo --reconcile-interval 10s
     fullCompareIntervalMs: 600_000,
     metricsAddr: { hostname: "::", port: 8080 }, // espejo --metrics-addr :8080, dual-stack as in Go
+    metricsSecure: false, // plain HTTP as the Go espejo serves it; controller-runtime's scaffold turns it on
+    metricsCertPath: undefined,
     healthAddr: { hostname: "::", port: 8081 }, // controller-runtime's usual probe address
     enableLeaderElection: false,
     leaderElectionNamespace: undefined,
@@ -31,6 +33,13 @@ Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () 
     watchNamespace: "",
     pruneDefault: false, // the Go espejo never deletes what it created
   });
+});
+
+Deno.test("parseConfig: --metrics-secure and --metrics-cert-path", () => {
+  assert.deepEqual(
+    [parse(["--metrics-secure"]).metricsSecure, parse(["--metrics-cert-path", "/certs"]).metricsCertPath],
+    [true, "/certs"],
+  );
 });
 
 Deno.test("parseConfig: --prune-default takes pflag's boolean spellings", () => {

@@ -25,6 +25,13 @@ const CASES: [name: string, error: unknown, failure: string, reason: string][] =
     "tls: failed to verify certificate: x509: certificate is valid for kube.example, 10.0.0.1, not 127.0.0.1",
   ],
   [
+    "fetch, a CA of the issuer's name that did not sign it",
+    fetchFailed(sending("invalid peer certificate: BadSignature")),
+    "tls",
+    "tls: failed to verify certificate: x509: certificate signed by unknown authority (the trusted CA of the " +
+    "issuer's name did not sign it)",
+  ],
+  [
     "fetch, expired",
     fetchFailed(sending("invalid peer certificate: Expired")),
     "tls",
