@@ -7,6 +7,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { decodeNamespace } from "../kube/api/decode.ts";
 import { listNamespacesPath } from "../kube/api/core_v1_client.ts";
 import { Reflector } from "../kube/reflector.ts";
+import { isForbidden } from "../kube/errors.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { NamespaceFacts } from "../model/selector.ts";
 import type { SyncConfig } from "../model/syncconfig.ts";
@@ -33,7 +34,9 @@ export class WatchTrouble {
   }
 
   failed(resource: string, error: unknown, retryInMs: number): void {
-    this.metrics.watchRestarts.inc({ resource });
+    // A 403 is a right espejo lacks, not a watch in trouble: its items fail (EspejoItemsFailing), or the passes
+    // stall (EspejoStalled); counting it here too would fire a second alert for the one cause.
+    if (!isForbidden(error)) this.metrics.watchRestarts.inc({ resource });
     log.warn("Watch of {resource} failed, retrying in {retryInMs} ms: {error}", {
       resource,
       retryInMs,

@@ -32,3 +32,22 @@ Deno.test("the README installs VERSION and the release workflow publishes the ta
   const smoke = steps.findIndex((s) => s.run?.includes("kubectl apply -k deploy/"));
   assert.ok(push > smoke, "the image is published only after the smoke test");
 });
+
+Deno.test("every alert's runbook_url is a section of docs/runbooks.md at this version's tag", () => {
+  const rules = parse(read("deploy", "monitoring", "espejo.rules.yaml"));
+  const headings = new Set(
+    [...read("docs", "runbooks.md").matchAll(/^## (\S+)$/gm)].map((m) => m[1].toLowerCase()),
+  );
+  const alerts: { alert: string; annotations: Record<string, string> }[] = rules.groups.flatMap((g: {
+    rules: unknown[];
+  }) => g.rules);
+  assert.ok(alerts.length >= 9);
+  for (const { alert, annotations } of alerts) {
+    assert.equal(annotations.runbook, undefined, `${alert}: runbook_url, the name Alertmanager templates read`);
+    assert.equal(
+      annotations.runbook_url,
+      `https://github.com/appuio/espejo-deno/blob/v${VERSION}/docs/runbooks.md#${alert.toLowerCase()}`,
+    );
+    assert.ok(headings.has(alert.toLowerCase()), `docs/runbooks.md has a section ${alert}`);
+  }
+});
