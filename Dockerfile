@@ -13,7 +13,7 @@ COPY lib ./lib
 # V8 in lite mode (deno.v8-flags): no JIT compilers (so no optimized code, no compiler zones, fewer of the runtime's
 # code pages touched) and bytecode flushed when unused. Measured with the same code at 25,000 objects inside
 # 100Mi/300m, against --optimize-for-size: 82 instead of 95 MiB resident at rest, 52 instead of 61 MiB anonymous at the
-# peak, for a fifth more CPU in bursts (23 instead of 19 s to converge; README, Performance). The controller's work
+# peak, for a fifth more CPU in bursts (23 instead of 19 s to converge; docs/performance.md). The controller's work
 # is JSON, hashing and requests, which run in native code either way.
 # Both files are read by the process tests and the bench too, so what they run is what ships.
 RUN deno compile $(cat deno.permissions) $(cat deno.v8-flags) --output /out/espejo main.ts
@@ -22,7 +22,7 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/espejo /usr/local/bin/espejo
 # glibc's allocator: two arenas instead of one per thread, and freed memory given back to the system at once rather
 # than kept for reuse. Measured at 3,600 objects: 29 instead of 36 MiB anonymous memory at rest, 38 instead of 44
-# at the peak, at no measurable CPU cost (README, Performance). The bench and the process tests read this line.
+# at the peak, at no measurable CPU cost (docs/performance.md). The bench and the process tests read this line.
 ENV MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536
 USER 65532:65532
 EXPOSE 8080 8081

@@ -3,14 +3,14 @@
  * espejo it replaces, on one throwaway control plane (tests/testenv), the same scenario for both.
  *
  * Semantic phase, for each controller in turn (the Go binary, then `deno run ... main.ts`): fresh namespaces whose
- * names differ only by a run prefix, pre-existing objects, SyncConfigs covering the README's semantics; the controller
+ * names differ only by a run prefix, pre-existing objects, SyncConfigs covering the documented semantics; the controller
  * runs with WATCH_NAMESPACE=<prefix>-cfg and a kubeconfig of a ServiceAccount bound to cluster-admin (the same for
  * both: the Go espejo ships no RBAC for synced kinds). Once converged (statuses present, objects and statuses
  * unchanged for 3 reconcile intervals) everything is snapshotted (checkpoint 1); then namespaces are relabelled,
  * objects edited by hand and SyncConfigs edited, and after convergence a second snapshot is taken (checkpoint 2).
  * The snapshots of both controllers are normalised and diffed, and each difference is labelled with the bullet of
- * README's "Different, on purpose" list it belongs to, or NOT LISTED. espejo (Deno) runs with the shipped permission
- * set (deno.permissions), as its image does.
+ * docs/migration.md's "Different, on purpose" list it belongs to, or NOT LISTED. espejo (Deno) runs with the shipped
+ * permission set (deno.permissions), as its image does.
  *
  * Scale phase (--namespaces N --items K, 0 namespaces skips it): N namespaces and K items, the controller under the
  * Go espejo Deployment's limits (memory 100Mi, cpu 300m, as cgroup v1 memory and cpu controllers; needs root), timed
@@ -129,11 +129,11 @@ function readShippedFlags(): string[] {
   ];
 }
 const denoFlags = readShippedFlags();
-/** README's "Different, on purpose" list, which the report's labels are checked against (of --deno-main's checkout). */
-const readmePath = values["deno-main"] && existsSync(join(dirname(denoMain), "README.md"))
-  ? join(dirname(denoMain), "README.md")
-  : join(repoRoot, "README.md");
-const onPurpose = onPurposeBullets(await Deno.readTextFile(readmePath));
+/** docs/migration.md's "Different, on purpose" list, which the report's labels are checked against (--deno-main's). */
+const migrationPath = values["deno-main"] && existsSync(join(dirname(denoMain), "docs", "migration.md"))
+  ? join(dirname(denoMain), "docs", "migration.md")
+  : join(repoRoot, "docs", "migration.md");
+const onPurpose = onPurposeBullets(await Deno.readTextFile(migrationPath));
 for (const [name, v] of Object.entries({ scaleN, scaleK, cpuQuota, cpuPeriod, convergeTimeoutMs, steadyMs })) {
   if (!Number.isFinite(v) || v < 0) {
     console.error(`compare: bad value for ${name}\n${USAGE}`);
@@ -951,7 +951,7 @@ function diffTables(rows: DiffRow[]): string {
     if (rs.length === 0) return `**${title}:** none\n`;
     return `**${title}** (${rs.length}):\n\n${
       mdTable(
-        ["#", "object", "field", "Go espejo", "espejo (Deno)", 'README "Different, on purpose"'],
+        ["#", "object", "field", "Go espejo", "espejo (Deno)", 'docs/migration.md "Different, on purpose"'],
         rs.map((r, i) => [i + 1, r.object, r.field, r.a, r.b, listedHint(r, onPurpose)]),
         400,
       )
@@ -961,7 +961,7 @@ function diffTables(rows: DiffRow[]): string {
   return [
     `${rows.length} differences, ${
       unlisted ? `**${unlisted} NOT LISTED**` : "all of them listed"
-    } in README's "Different, on purpose" (${onPurpose.length} bullets read from ${readmePath}).\n`,
+    } in docs/migration.md's "Different, on purpose" (${onPurpose.length} bullets read from ${migrationPath}).\n`,
     part("object", "Objects present in one only"),
     part("field", "Field differences"),
     part("status", "SyncConfig status differences"),

@@ -399,8 +399,8 @@ const IP = /^[0-9a-f.:]+$/i;
 /**
  * An object as compared: server-set identity and bookkeeping dropped (uid, resourceVersion, creationTimestamp,
  * managedFields, generation, condition timestamps), espejo (Deno)'s markers (the label, the owner, desired-hash and
- * created-by annotations; README lists them) dropped and tallied, Secret data
- * decoded (base64 of a templated value would differ by the prefix), allocated cluster IPs masked, prefix mapped.
+ * created-by annotations; docs/reference.md lists them) dropped and tallied, Secret data decoded (base64 of a
+ * templated value would differ by the prefix), allocated cluster IPs masked, prefix mapped.
  */
 export function normalizeObject(raw: Obj, prefix: string, tally: MarkerTally | undefined): Obj {
   const o = structuredClone(raw);
@@ -514,11 +514,11 @@ export function diffSnapshots(a: Map<string, Obj>, b: Map<string, Obj>): DiffRow
 }
 
 /**
- * The bullets of README's "Different, on purpose" list (under "Migrating from the Go espejo"), each as one line with
- * its whitespace collapsed; empty if the list is not found.
+ * The bullets of the "Different, on purpose" list of docs/migration.md, each as one line with its whitespace
+ * collapsed; empty if the list is not found.
  */
-export function onPurposeBullets(readme: string): string[] {
-  const lines = readme.split("\n");
+export function onPurposeBullets(markdown: string): string[] {
+  const lines = markdown.split("\n");
   const start = lines.findIndex((l) => l.trim() === "Different, on purpose:");
   if (start < 0) return [];
   const bullets: string[] = [];
@@ -537,7 +537,7 @@ const statusOf = (row: DiffRow, cfg: string) =>
   row.type === "status" && row.object.endsWith(`/SyncConfig.sync.appuio.ch/${cfg}`);
 
 /**
- * How a difference is recognised as one of README's "Different, on purpose" bullets: the bullet is found by a phrase
+ * How a difference is recognised as one of docs/migration.md's "Different, on purpose" bullets: the bullet is found by a phrase
  * it contains (so a bullet that is removed or reworded shows as NOT LISTED here), the difference by what the
  * scenario's SyncConfig is there to show and the values each controller has.
  */
@@ -594,7 +594,7 @@ const LISTED: { phrase: string; matches: (row: DiffRow) => boolean }[] = [
 ];
 
 /**
- * Whether a difference is one of README's "Different, on purpose" bullets (`bullets`, see {@link onPurposeBullets}):
+ * Whether a difference is one of docs/migration.md's "Different, on purpose" bullets (`bullets`, see {@link onPurposeBullets}):
  * "listed: <the phrase of its bullet>", or NOT LISTED. Only a hint: the report's reader judges.
  */
 export function listedHint(row: DiffRow, bullets: string[]): string {
@@ -602,7 +602,7 @@ export function listedHint(row: DiffRow, bullets: string[]): string {
   if (!rule) return "**NOT LISTED**";
   const phrase = rule.phrase.toLowerCase();
   if (!bullets.some((b) => b.toLowerCase().includes(phrase))) {
-    return `**NOT LISTED** (README has no bullet with "${rule.phrase}")`;
+    return `**NOT LISTED** (docs/migration.md has no bullet with "${rule.phrase}")`;
   }
   return `listed: "${rule.phrase}"`;
 }

@@ -203,7 +203,7 @@ try {
   kubectl apply -f deploy/crds/ && kubectl apply -n default -f deploy/samples/syncconfig.yaml
   deno task dev                           # the controller, from source
   kubectl create namespace team-b && kubectl get syncconfigs -A && kubectl describe syncconfig tenant-defaults
-  README.md explains every field, flag and metric.`);
+  docs/reference.md explains every field, flag and metric.`);
   stop.abort();
   await running;
   client.close();

@@ -1,7 +1,7 @@
 /**
  * The controller-runtime (v0.18) and client-go metrics that dashboards and alerts built for the Go espejo v0.5.0 use,
  * served beside `espejo_*` under the same names, label names and label values where the meaning matches, so they do
- * not go blank after the switch (README "Metrics").
+ * not go blank after the switch (docs/reference.md, "Metrics").
  *
  * The mapping: the Go espejo has two controllers, `syncconfig` (a SyncConfig changed, or its RequeueAfter of one
  * reconcile interval came round) and `namespace` (a namespace changed), each with a work queue of the same name.

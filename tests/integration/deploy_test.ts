@@ -1,5 +1,5 @@
 /**
- * deploy/ as users apply it: `kubectl apply -k deploy/`, and the kustomization of the README's migration steps that
+ * deploy/ as users apply it: `kubectl apply -k deploy/`, and the kustomization of docs/migration.md's steps that
  * puts it into the Go espejo's namespace. Rendered by kubectl's kustomize and accepted by the real API server
  * (server-side dry run: validation and admission, nothing stored).
  */
@@ -30,7 +30,7 @@ async function kubectl(args: string[], kubeconfig?: string): Promise<string> {
   return new TextDecoder().decode(out.stdout);
 }
 
-/** The README's migration kustomization, in a directory beside the repository's deploy/. */
+/** docs/migration.md's kustomization, in a directory beside the repository's deploy/. */
 async function migrationOverlay(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "espejo-appuio-" });
   await Deno.writeTextFile(

@@ -22,15 +22,15 @@ async function runMain(args: string[], env: Record<string, string> = {}) {
   return { code: out.code, stdout: new TextDecoder().decode(out.stdout), stderr: new TextDecoder().decode(out.stderr) };
 }
 
-Deno.test("main --help lists every flag, and the README documents each of them", opts, async () => {
+Deno.test("main --help lists every flag, and docs/reference.md documents each of them", opts, async () => {
   const { code, stdout } = await runMain(["--help"]);
   assert.equal(code, 0);
   const flags = [...stdout.matchAll(/(?:^|\s)(--[a-z][a-z-]+)/g)].map((m) => m[1]);
   for (const f of ["--reconcile-interval", "--metrics-addr", "--enable-leader-election", "--verbose", "--kubeconfig"]) {
     assert.ok(flags.includes(f), `--help lists ${f}`);
   }
-  const readme = await Deno.readTextFile(join(repoRoot, "README.md"));
-  for (const f of new Set(flags)) assert.ok(readme.includes(f), `README documents ${f}`);
+  const reference = await Deno.readTextFile(join(repoRoot, "docs", "reference.md"));
+  for (const f of new Set(flags)) assert.ok(reference.includes(f), `docs/reference.md documents ${f}`);
   assert.match(stdout, /WATCH_NAMESPACE/);
 });
 
@@ -168,12 +168,12 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
       assert.match(metrics, /espejo_api_requests_total\{verb="POST",resource="configmaps",code="201"\} 1/);
       assert.match(metrics, /process_resident_memory_bytes/);
       assert.match(metrics, /espejo_syncs_total\{trigger="syncconfig",result="success"\} [1-9]/);
-      // Every metric the README documents is served.
-      const readme = await Deno.readTextFile(join(repoRoot, "README.md"));
+      // Every metric docs/reference.md documents is served.
+      const reference = await Deno.readTextFile(join(repoRoot, "docs", "reference.md"));
       const documented = [
-        ...readme.matchAll(/^\| `((?:espejo|controller_runtime|workqueue|rest_client|leader_election)_[a-z_]+)/gm),
+        ...reference.matchAll(/^\| `((?:espejo|controller_runtime|workqueue|rest_client|leader_election)_[a-z_]+)/gm),
       ].map((m) => m[1]);
-      assert.ok(documented.length >= 18, "the README lists the metrics, the Go espejo's names among them");
+      assert.ok(documented.length >= 18, "docs/reference.md lists the metrics, the Go espejo's names among them");
       for (const name of documented) assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), `${name} is served`);
     } finally {
       const sentAt = Date.now();

@@ -1,5 +1,5 @@
 /**
- * The layout is the architecture (ARCHITECTURE.md): imports in lib/ flow one way, and the planner decides without
+ * The layout is the architecture (docs/how-it-works.md, Layers): imports in lib/ flow one way, and the planner decides without
  * I/O. Read from the source, so a new import that breaks the layering fails here, naming the file and the import.
  */
 import assert from "node:assert/strict";
