@@ -77,3 +77,13 @@ export function planPrunes(
   }
   return plans;
 }
+
+/**
+ * The plans a namespace unit performs: those decided `now` (after its writes, with every claim of another SyncConfig
+ * known) whose object the unit's start also decided to prune. An object the unit created or wanted when it started
+ * is never pruned by it, whatever changed meanwhile (a label, a SyncConfig): the next unit decides on it.
+ */
+export function confirmedPrunes(atStart: readonly PrunePlan[], now: readonly PrunePlan[]): PrunePlan[] {
+  const decided = new Set(atStart.map((p) => p.candidate.uid));
+  return now.filter((p) => decided.has(p.candidate.uid));
+}
