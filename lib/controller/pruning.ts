@@ -25,6 +25,7 @@ import {
   pruneEnabled,
   type PrunePlan,
   type PruneScope,
+  settlingMs,
 } from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
 import type { Registry } from "./registry.ts";
@@ -158,7 +159,13 @@ export class Pruning {
       : NOTHING;
     if (atStart.listing || now.listing) out.retryInMs = 5_000; // a cache is still listing: its SyncConfigs wait
     const confirmed = new Set(confirmedPrunes(atStart.plans.map((p) => p.plan), now.plans.map((p) => p.plan)));
-    const plans = now.plans.filter((p) => confirmed.has(p.plan));
+    const settleMs = settlingMs(ns.relabelledAt, Date.now());
+    if (settleMs > 0 && now.plans.some((p) => p.plan.reason === "namespace not selected")) {
+      out.retryInMs = Math.min(out.retryInMs ?? settleMs, settleMs); // labels still moving: the unit comes back
+    }
+    const plans = now.plans.filter((p) =>
+      confirmed.has(p.plan) && !(settleMs > 0 && p.plan.reason === "namespace not selected")
+    );
     const results = await mapBounded(plans, MAX_CONCURRENT_PRUNES, ({ plan }) => pruner.prune(plan));
     plans.forEach(({ cfgKey, plan: p }, i) => {
       const r = results[i];

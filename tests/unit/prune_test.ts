@@ -8,6 +8,8 @@ import {
   type PruneCandidate,
   pruneEnabled,
   type PruneScope,
+  RELABEL_SETTLE_MS,
+  settlingMs,
 } from "../../lib/sync/prune.ts";
 
 const CM = { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap", namespaced: true } as ResourceInfo;
@@ -78,4 +80,11 @@ Deno.test("confirmedPrunes: never more than either decision", () => {
       assert.deepEqual(out, end.filter((n) => start.includes(n)));
     },
   ));
+});
+
+Deno.test("settlingMs: a deselection is pruned only once the namespace's labels stayed put for the settle time", () => {
+  assert.equal(settlingMs(undefined, 1_000_000), 0, "labels never changed since espejo saw the namespace");
+  assert.equal(settlingMs(1_000_000, 1_000_000), RELABEL_SETTLE_MS);
+  assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS - 1), 1);
+  assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS), 0);
 });
