@@ -58,7 +58,7 @@ function buildPlanCommand(): Command {
 export function syncConfigsOfFile(text: string, file: string, watchNamespace: string): SyncConfig[] {
   const out: SyncConfig[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
-    if (doc.errors.length) throw new Error(`${file}: document ${i + 1}: ${doc.errors[0].message}`);
+    if (doc.errors.length) throw new Error(`${file}: document ${i + 1}: ${withoutExcerpt(doc.errors[0].message)}`);
     const value = doc.toJSON();
     if (value === null || value === undefined) return;
     if (!isObject(value) || value.apiVersion !== "sync.appuio.ch/v1alpha1" || value.kind !== "SyncConfig") {
@@ -79,6 +79,14 @@ export function syncConfigsOfFile(text: string, file: string, watchNamespace: st
     out.push(sc);
   });
   return out;
+}
+
+/**
+ * A YAML error's message without the excerpt of the file that follows its first line: the line may be a Secret's
+ * value. Line and column stay.
+ */
+function withoutExcerpt(message: string): string {
+  return message.split("\n", 1)[0].replace(/:$/, "");
 }
 
 export async function runPlan(args: string[], env: Record<string, string | undefined>): Promise<number> {

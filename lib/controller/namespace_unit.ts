@@ -53,12 +53,17 @@ export class NamespaceUnit {
     let wrote = false;
     let retryInMs: number | undefined;
     try {
+      // One selection per unit: which SyncConfigs select the namespace is decided once, from its labels as cached
+      // now, for the writes and for the prunes. Labels that change meanwhile queue the namespace again (its watch).
       const ns = this.d.namespaces.get(name);
+      const registry = this.d.configs.fresh();
+      const selecting: ReadonlySet<string> = new Set(ns ? registry.selecting(ns) : []);
+      // What to prune is decided now too (and confirmed after the writes): an object this unit writes is never one
+      // it prunes.
+      const prunes = ns ? await this.d.pruning.decide(ns, selecting) : undefined;
       // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
       // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
       const targeted: CompiledSyncConfig[] = [];
-      const registry = this.d.configs.fresh();
-      const selecting = new Set(ns ? registry.selecting(ns) : []);
       for (const [cfgKey, { result }] of registry.entries()) {
         if (!result.ok) continue;
         if (selecting.has(cfgKey)) targeted.push(result.config);
@@ -72,10 +77,12 @@ export class NamespaceUnit {
       // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
       // same generation is created under its new name first).
       this.d.configs.fresh(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
-      const pruned = await this.d.pruning.pruneNamespace(name);
-      retry ||= pruned.retry;
-      wrote ||= pruned.wrote;
-      if (pruned.retryInMs !== undefined) retryInMs = pruned.retryInMs;
+      if (ns && prunes) {
+        const pruned = await this.d.pruning.pruneNamespace(ns, selecting, prunes);
+        retry ||= pruned.retry;
+        wrote ||= pruned.wrote;
+        if (pruned.retryInMs !== undefined) retryInMs = pruned.retryInMs;
+      }
       failed = false;
       targeted.forEach((cfg, i) => {
         const { outcome, details } = results[i];

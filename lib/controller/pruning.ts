@@ -10,12 +10,23 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { isConflict, isNotFound } from "../kube/errors.ts";
+import type { ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { type CompileResult, compileSyncConfig, type SyncConfig } from "../model/syncconfig.ts";
 import type { ItemAction } from "../sync/failures.ts";
 import { deepEqual } from "../kube/objects.ts";
-import { planPrunes, PRUNE_ANNOTATION, PRUNE_FINALIZER, pruneEnabled, type PruneScope } from "../sync/prune.ts";
+import { mapBounded } from "../sync/bounded.ts";
+import {
+  confirmedPrunes,
+  planPrunes,
+  PRUNE_ANNOTATION,
+  PRUNE_FINALIZER,
+  pruneEnabled,
+  type PrunePlan,
+  type PruneScope,
+  settlingMs,
+} from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
 import type { Registry } from "./registry.ts";
 import { patchSyncConfig } from "./syncconfig_client.ts";
@@ -41,6 +52,22 @@ export interface NamespacePruned {
   retry: boolean;
   retryInMs?: number;
 }
+
+/** What the prune step of a unit would delete in a namespace, decided from the caches at one moment. */
+export interface PruneDecision {
+  plans: { cfgKey: string; plan: PrunePlan }[];
+  /** A cache is still listing: its SyncConfigs are left out. */
+  listing: boolean;
+  /** SyncConfigs being deleted that created objects here. */
+  deleting: string[];
+}
+
+const NOTHING: PruneDecision = { plans: [], listing: false, deleting: [] };
+/**
+ * Deletes of one unit in flight at once. They overlap (a delete held 3 s by a slow admission webhook costs the unit
+ * 3 s, not 3 s per object), and stay few enough not to take every connection of the client.
+ */
+const MAX_CONCURRENT_PRUNES = 16;
 
 const OFF: PruneScope = { kind: "off" };
 /** Between two looks at a deleted SyncConfig whose objects are not all gone yet (doubling, at most 5 minutes). */
@@ -68,7 +95,8 @@ export class Pruning {
     else if (this.#deleting.get(key)?.uid !== uid) this.#deleting.set(key, { uid, result: compileSyncConfig(sc) });
   }
 
-  scope(key: string, ns: NamespaceInfo | undefined): PruneScope {
+  /** Where SyncConfig `key` stands for pruning; `selects`: whether the unit's selection includes it. */
+  scope(key: string, selects: boolean): PruneScope {
     const sc = this.d.syncConfigs.get(key);
     if (!sc || !this.enabled(key)) return OFF;
     const deleting = this.#deleting.get(key);
@@ -78,7 +106,6 @@ export class Pruning {
     // Invalid, or an item it cannot read: a typo must not delete objects.
     if (!result?.ok || result.config.syncItems.some((i) => i.problem)) return OFF;
     if (deleting) return { kind: "deleting" };
-    const selects = !!ns && ns.phase === "Active" && this.d.registry.selecting(ns).includes(key);
     return { kind: "active", selects };
   }
 
@@ -88,41 +115,73 @@ export class Pruning {
   }
 
   /**
-   * The prune step of a namespace unit: every SyncConfig that created objects there, by its scope. The caller has
-   * brought the compiled SyncConfigs up to date with the cache (every claim of another SyncConfig is known).
+   * What the prune step of a unit would delete in namespace `ns` now: every SyncConfig that created objects there,
+   * by its scope. `selecting` is the unit's one selection (the SyncConfigs that select `ns` as the unit saw it at
+   * its start): the labels may have changed since, and syncing and pruning must not decide on different ones.
    */
-  async pruneNamespace(namespace: string): Promise<NamespacePruned> {
-    const out: NamespacePruned = { wrote: false, retry: false };
+  async decide(ns: NamespaceInfo, selecting: ReadonlySet<string>): Promise<PruneDecision> {
     const pruner = this.d.pruner();
-    const ns = this.d.namespaces.get(namespace);
-    if (!pruner || !ns || ns.phase !== "Active") return out;
-    const { created, listing } = pruner.createdIn(namespace);
-    if (listing) out.retryInMs = 5_000; // a cache is still listing: its SyncConfigs wait, the others go on
+    if (!pruner || ns.phase !== "Active" || !this.mayPrune(ns.name)) return NOTHING;
+    const { created, listing } = pruner.createdIn(ns.name);
+    const out: PruneDecision = { plans: [], listing, deleting: [] };
     for (const [cfgKey, candidates] of created) {
-      const scope = this.scope(cfgKey, ns);
+      const scope = this.scope(cfgKey, selecting.has(cfgKey));
       if (scope.kind === "off") continue;
       // Every kind the items name must be known: an item whose kind is mistyped names nothing, and its objects
       // must not look unnamed. (A deleted SyncConfig's unknown kinds have no objects left to prune.)
       const config = this.#config(cfgKey);
       const problem = config && await pruner.watchItemKinds(config, scope.kind === "deleting");
       if (!config || problem) continue;
-      const plans = planPrunes(cfgKey, scope, candidates, (c) => this.d.registry.itemOwners(c.resource, ns, c.name));
-      for (const p of plans) {
-        const r = await pruner.prune(p);
-        if (r.state === "failed") {
-          log.warn("{message}", { syncConfig: cfgKey, namespace, message: `SyncConfig ${cfgKey}: ${r.message}` });
-          out.retry = true;
-          continue;
-        }
-        if (r.state === "absent") continue;
-        out.wrote = true;
-        this.d.metrics.prunes.inc({ syncconfig: cfgKey, reason: p.reason });
-        this.d.recordChange(cfgKey, "prune", namespace);
-        log.info("Pruned {message}", { syncConfig: cfgKey, namespace, reason: p.reason, message: p.message });
-      }
-      // A deleted SyncConfig is released once nothing of it is left anywhere: look again now.
-      if (scope.kind === "deleting") this.d.enqueue({ kind: "pruning", key: cfgKey }, "syncconfig");
+      if (scope.kind === "deleting") out.deleting.push(cfgKey);
+      const owners = (c: { resource: ResourceInfo; name: string }) =>
+        this.d.registry.itemOwners(c.resource, ns, c.name);
+      for (const plan of planPrunes(cfgKey, scope, candidates, owners)) out.plans.push({ cfgKey, plan });
     }
+    return out;
+  }
+
+  /**
+   * The prune step of a namespace unit, after its writes: what it decided at its start (`atStart`) and still
+   * decides now. The caller has brought the compiled SyncConfigs up to date with the cache (every claim of another
+   * SyncConfig is known). The deletes run concurrently; none waits for its object to go (a finalizer holds it).
+   */
+  async pruneNamespace(
+    ns: NamespaceInfo,
+    selecting: ReadonlySet<string>,
+    atStart: PruneDecision,
+  ): Promise<NamespacePruned> {
+    const namespace = ns.name;
+    const out: NamespacePruned = { wrote: false, retry: false };
+    const pruner = this.d.pruner();
+    if (!pruner) return out;
+    const now = atStart.plans.length || atStart.deleting.length || atStart.listing
+      ? await this.decide(ns, selecting)
+      : NOTHING;
+    if (atStart.listing || now.listing) out.retryInMs = 5_000; // a cache is still listing: its SyncConfigs wait
+    const confirmed = new Set(confirmedPrunes(atStart.plans.map((p) => p.plan), now.plans.map((p) => p.plan)));
+    const settleMs = settlingMs(ns.relabelledAt, Date.now());
+    if (settleMs > 0 && now.plans.some((p) => p.plan.reason === "namespace not selected")) {
+      out.retryInMs = Math.min(out.retryInMs ?? settleMs, settleMs); // labels still moving: the unit comes back
+    }
+    const plans = now.plans.filter((p) =>
+      confirmed.has(p.plan) && !(settleMs > 0 && p.plan.reason === "namespace not selected")
+    );
+    const results = await mapBounded(plans, MAX_CONCURRENT_PRUNES, ({ plan }) => pruner.prune(plan));
+    plans.forEach(({ cfgKey, plan: p }, i) => {
+      const r = results[i];
+      if (r.state === "failed") {
+        log.warn("{message}", { syncConfig: cfgKey, namespace, message: `SyncConfig ${cfgKey}: ${r.message}` });
+        out.retry = true;
+        return;
+      }
+      if (r.state === "absent") return;
+      out.wrote = true;
+      this.d.metrics.prunes.inc({ syncconfig: cfgKey, reason: p.reason });
+      this.d.recordChange(cfgKey, "prune", namespace);
+      log.info("Pruned {message}", { syncConfig: cfgKey, namespace, reason: p.reason, message: p.message });
+    });
+    // A deleted SyncConfig is released once nothing of it is left anywhere: look again now.
+    for (const cfgKey of now.deleting) this.d.enqueue({ kind: "pruning", key: cfgKey }, "syncconfig");
     return out;
   }
 
@@ -153,7 +212,7 @@ export class Pruning {
       return this.#settled(key);
     }
     if (!holds) return this.#settled(key);
-    if (this.scope(key, undefined).kind !== "deleting") {
+    if (this.scope(key, false).kind !== "deleting") {
       log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
         syncConfig: key,
       });

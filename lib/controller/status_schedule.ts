@@ -8,9 +8,15 @@
  * it selects). Retries are not: a permanently failing item must not hold the status back for ever. Nor may a steady
  * stream of namespace events: a status is held back at most `maxHoldMs` (a minute) after it became dirty, so a burst
  * shorter than that writes its status once, and a longer one (or an endless stream) shows its progress once a minute.
+ *
+ * Two writes of one SyncConfig's status are at least `minGapMs` (a second) apart: work that keeps ending (a namespace
+ * whose labels flap ten times a second, each unit changing the counts) costs one status write a second, not one per
+ * unit. The last change is still written, a second at most after the write before it.
  */
 /** The longest a dirty status waits for its SyncConfig's own work to end. */
 export const STATUS_MAX_HOLD_MS = 60_000;
+/** The shortest time between two status writes of one SyncConfig. */
+export const STATUS_MIN_GAP_MS = 1_000;
 
 export class StatusSchedule {
   /** By SyncConfig key: when its status became dirty. */
@@ -19,10 +25,13 @@ export class StatusSchedule {
   readonly #pending = new Map<string, Set<string>>();
   /** SyncConfigs whose namespaces are still being queued (their work is not all known yet). */
   readonly #queueing = new Set<string>();
+  /** By SyncConfig key: when its status was last taken for a write. */
+  readonly #taken = new Map<string, number>();
 
   constructor(
     private readonly maxHoldMs = STATUS_MAX_HOLD_MS,
     private readonly now: () => number = () => performance.now(),
+    private readonly minGapMs = STATUS_MIN_GAP_MS,
   ) {}
 
   /** The status of `cfgKey` may have changed. */
@@ -64,23 +73,42 @@ export class StatusSchedule {
     this.#dirty.delete(cfgKey);
     this.#pending.delete(cfgKey);
     this.#queueing.delete(cfgKey);
+    this.#taken.delete(cfgKey);
   }
 
-  /** Dirty SyncConfigs whose own work is done, or that were held back long enough; not dirty once taken. */
+  /**
+   * Dirty SyncConfigs whose own work is done (or that were held back long enough) and whose last write is at least
+   * `minGapMs` ago; not dirty once taken.
+   */
   takeReady(): string[] {
     const now = this.now();
-    const ready = [...this.#dirty].filter(([k, since]) =>
-      (!this.#pending.has(k) && !this.#queueing.has(k)) || now - since >= this.maxHoldMs
-    ).map(([k]) => k);
-    for (const k of ready) this.#dirty.delete(k);
+    const ready = [...this.#dirty].filter(([k, since]) => this.#dueAt(k, since) <= now).map(([k]) => k);
+    for (const k of ready) {
+      this.#dirty.delete(k);
+      this.#taken.set(k, now);
+    }
     return ready;
   }
 
-  /** How long until the oldest dirty status must be written whatever its work (undefined: none is dirty). */
-  untilHoldEndsMs(): number | undefined {
-    let oldest: number | undefined;
-    for (const since of this.#dirty.values()) oldest = Math.min(oldest ?? since, since);
-    return oldest === undefined ? undefined : Math.max(0, oldest + this.maxHoldMs - this.now());
+  /**
+   * How long until the next dirty status is due: at once when its work is done and the gap after its last write
+   * is over, else at the end of the gap or of its hold. Undefined when none is dirty.
+   */
+  untilNextDueMs(): number | undefined {
+    let next: number | undefined;
+    for (const [k, since] of this.#dirty) next = Math.min(next ?? Infinity, this.#dueAt(k, since));
+    return next === undefined ? undefined : Math.max(0, next - this.now());
+  }
+
+  /** When the status of `k`, dirty since `since`, may be written. */
+  #dueAt(k: string, since: number): number {
+    const afterGap = (this.#taken.get(k) ?? -Infinity) + this.minGapMs;
+    const afterWork = this.#workDone(k) ? -Infinity : since + this.maxHoldMs;
+    return Math.max(afterGap, afterWork);
+  }
+
+  #workDone(k: string): boolean {
+    return !this.#pending.has(k) && !this.#queueing.has(k);
   }
 
   /** Namespaces still pending for `cfgKey` (for tests and logs). */

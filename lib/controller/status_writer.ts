@@ -37,6 +37,8 @@ export class StatusWriter {
   #wake?: () => void;
   /** A flush again after a write failed (one timer for all of them; cleared when the writer stops). */
   #retry?: ReturnType<typeof setTimeout>;
+  /** SyncConfigs whose status write failed: dirty again when the retry timer fires, not before. */
+  readonly #failed = new Set<string>();
 
   constructor(private readonly deps: StatusDeps) {}
 
@@ -53,12 +55,13 @@ export class StatusWriter {
   async run(signal: AbortSignal): Promise<void> {
     for (;;) {
       if (!this.#wanted) {
-        // Woken by a kick, or when a status held back by its SyncConfig's ongoing work must be written anyway.
-        const holdMs = this.schedule.untilHoldEndsMs();
+        // Woken by a kick, or when a status held back (by its SyncConfig's ongoing work, or by the gap after its last
+        // write) is due.
+        const dueMs = this.schedule.untilNextDueMs();
         let timer: ReturnType<typeof setTimeout> | undefined;
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
-          if (holdMs !== undefined) timer = setTimeout(resolve, holdMs);
+          if (dueMs !== undefined) timer = setTimeout(resolve, dueMs);
         });
         clearTimeout(timer);
       }
@@ -105,9 +108,11 @@ export class StatusWriter {
         written = fresh ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry.result, now).next) : "failed";
       }
       if (written !== "written") {
-        this.schedule.markDirty(key);
+        this.#failed.add(key);
         this.#retry ??= setTimeout(() => {
           this.#retry = undefined;
+          for (const k of this.#failed) this.schedule.markDirty(k);
+          this.#failed.clear();
           this.kick();
         }, 2_000);
       }

@@ -1,11 +1,16 @@
 /**
  * The fields a write of the desired object would change on the observed one, for people (`espejo plan`): each
- * changed, added or removed leaf with its old and new value, compactly. Values of a Secret's `data` are never shown,
- * only that they differ. Both objects are reduced to what a write controls first (lib/model/drift.ts), without the
- * desired-hash marker.
+ * changed, added or removed leaf with its old and new value, compactly. Both objects are reduced to what a write
+ * controls first (lib/model/drift.ts), without the desired-hash marker.
+ *
+ * A Secret's values are never shown (lib/model/redact.ts, {@link SECRET_MASK}): only which key of `data`,
+ * `stringData` or the annotations is added, removed or changed. A secret part added or removed as a whole (`.data`
+ * that the item does not set, every annotation) is listed key by key, so that no value hides in an object shown at
+ * once.
  */
 import { deepEqual, isObject, type KubeObject, withoutAnnotation } from "../kube/objects.ts";
 import { HASH_ANNOTATION, serverOwned } from "./drift.ts";
+import { holdsSecret, isSecret, isSecretPath, SECRET_MASK, SECRET_MASK_AFTER, SECRET_MASK_BEFORE } from "./redact.ts";
 
 export interface FieldChange {
   op: "~" | "+" | "-";
@@ -15,33 +20,42 @@ export interface FieldChange {
 }
 
 const MAX_VALUE = 60;
-const SECRET_VALUE = "(a secret value)";
 
 function show(v: unknown): string {
   const text = JSON.stringify(v) ?? "null";
   return text.length <= MAX_VALUE ? text : `${text.slice(0, MAX_VALUE - 3)}...`;
 }
 
+const pathText = (path: readonly string[]) => path.map((k) => `.${k}`).join("") || ".";
+
+/** Decided by the kind of either object: a Secret's values are secret whichever side names the kind. */
 export function fieldDiff(desired: KubeObject, observed: KubeObject): FieldChange[] {
-  const secret = desired.apiVersion === "v1" && desired.kind === "Secret";
-  const value = (path: string, v: unknown) => secret && /^\.(data|stringData)\./.test(path) ? SECRET_VALUE : show(v);
+  const secret = isSecret(desired) || isSecret(observed);
   const out: FieldChange[] = [];
-  const walk = (d: unknown, o: unknown, path: string): void => {
-    if (isObject(d) && isObject(o)) {
-      for (const k of Object.keys(d)) {
-        const p = `${path}.${k}`;
-        if (!Object.hasOwn(o, k)) out.push({ op: "+", path: p, to: value(p, d[k]) });
-        else walk(d[k], o[k], p);
-      }
-      for (const k of Object.keys(o)) {
-        const p = `${path}.${k}`;
-        if (!Object.hasOwn(d, k)) out.push({ op: "-", path: p, from: value(p, o[k]) });
-      }
+  const whole = (op: "+" | "-", path: string[], v: unknown): void => {
+    if (secret && holdsSecret(path) && isObject(v) && Object.keys(v).length > 0) {
+      for (const k of Object.keys(v)) whole(op, [...path, k], v[k]);
       return;
     }
-    if (!deepEqual(d, o)) out.push({ op: "~", path: path || ".", from: value(path, o), to: value(path, d) });
+    const text = secret && isSecretPath(path) ? SECRET_MASK : show(v);
+    out.push(op === "+" ? { op, path: pathText(path), to: text } : { op, path: pathText(path), from: text });
   };
-  walk(withoutHash(serverOwned(desired)), withoutHash(serverOwned(observed)), "");
+  const walk = (d: unknown, o: unknown, path: string[]): void => {
+    if (isObject(d) && isObject(o)) {
+      for (const k of Object.keys(d)) {
+        if (!Object.hasOwn(o, k)) whole("+", [...path, k], d[k]);
+        else walk(d[k], o[k], [...path, k]);
+      }
+      for (const k of Object.keys(o)) if (!Object.hasOwn(d, k)) whole("-", [...path, k], o[k]);
+      return;
+    }
+    if (deepEqual(d, o)) return;
+    const masked = secret && holdsSecret(path);
+    const from = masked ? SECRET_MASK_BEFORE : show(o);
+    const to = masked ? SECRET_MASK_AFTER : show(d);
+    out.push({ op: "~", path: pathText(path), from, to });
+  };
+  walk(withoutHash(serverOwned(desired)), withoutHash(serverOwned(observed)), []);
   return out;
 }
 

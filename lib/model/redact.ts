@@ -1,5 +1,6 @@
 /**
- * Removes the values of objects from API server error texts before they are shown to others.
+ * Removes the values of objects from API server error texts before they are shown to others, and a Secret's values
+ * from what `espejo plan` shows ({@link SECRET_MASK}).
  *
  * Why: a rejected write comes back with a message such as
  * `Secret "db" is invalid: data[pass word]: Invalid value: "pass word": a valid config key must consist of ...`, and
@@ -9,6 +10,7 @@
  * conditions and Events, which anyone who can read SyncConfigs can read, while the value may come from a Secret.
  * The field path, the object's kind and name and the explanation after the value stay: they say what to fix.
  */
+import { encodeBase64, isObject, type KubeObject } from "../kube/objects.ts";
 
 /** What a value is replaced with. */
 export const REDACTED = "[redacted]";
@@ -96,4 +98,99 @@ function redactBodyContext(s: string): string {
   const last = s.lastIndexOf(BODY_CONTEXT_END);
   const end = last >= start ? last : s.length;
   return s.slice(0, start) + REDACTED + (last >= start ? "" : BODY_CONTEXT_END) + s.slice(end);
+}
+
+/**
+ * A Secret's values in what people read (`espejo plan`), masked as `kubectl diff` masks them: `***` for a value that
+ * is added, removed or unchanged, `*** (before)` and `*** (after)` for one that changed. Keys are shown; values never.
+ *
+ * Decided by kind (core v1 Secret), whatever the item's fields are called, and for a Secret every value below `data`
+ * and `stringData` and of every annotation is secret: `kubectl apply` copies the whole object, data and all (base64 or,
+ * from `stringData`, plain), into `kubectl.kubernetes.io/last-applied-configuration`, other tools (kapp, Helm
+ * plugins) do the same under their own keys, and a tenant may write anything into an annotation. Labels, `type`,
+ * `immutable` and the rest are shown as for any object.
+ */
+export const SECRET_MASK = "***";
+export const SECRET_MASK_BEFORE = "*** (before)";
+export const SECRET_MASK_AFTER = "*** (after)";
+
+/** Whether `object` is a core v1 Secret, whose values are never shown. */
+export function isSecret(object: { apiVersion?: unknown; kind?: unknown } | undefined): boolean {
+  return object?.apiVersion === "v1" && object.kind === "Secret";
+}
+
+/** Whether a Secret's value at `path` (field names from the object's root) is secret: see {@link SECRET_MASK}. */
+export function isSecretPath(path: readonly string[]): boolean {
+  if (path[0] === "data" || path[0] === "stringData") return true;
+  return path[0] === "metadata" && path[1] === "annotations";
+}
+
+/** Whether a value at `path` of a Secret holds a secret one below it (the root, `.metadata`), or is one. */
+export function holdsSecret(path: readonly string[]): boolean {
+  return path.length === 0 || (path.length === 1 && path[0] === "metadata") || isSecretPath(path);
+}
+
+/**
+ * Shorter values are not scrubbed from texts by {@link scrubSecretValues}: a few characters also occur in the words
+ * around them, and hiding every "ab" would leave no message to read.
+ */
+const MIN_SCRUBBED = 4;
+
+/**
+ * `message` without the values of `sides` (the desired and the live object of one write) when one of them is a
+ * Secret, unchanged otherwise: {@link redactValues} first, then every occurrence of one of their values replaced by
+ * {@link REDACTED} — of `data`, as stored (base64) and decoded; of `stringData`, plain and in base64; of each
+ * annotation, whole, and the `data` and `stringData` values of one that is a JSON object, as
+ * `last-applied-configuration` is. For the messages of refused writes of Secrets, where an admission webhook's or
+ * policy's own words (`messageExpression`) may quote what it refused. Values under 4 characters stay; a value the
+ * server transformed (re-encoded, cut) before quoting it is beyond this.
+ */
+export function scrubSecretValues(message: string, sides: readonly (KubeObject | undefined)[]): string {
+  const values = new Set<string>();
+  const add = (v: unknown, encoded: boolean) => {
+    if (typeof v !== "string") return;
+    values.add(v);
+    if (encoded) {
+      const text = decodeBase64Text(v);
+      if (text !== undefined) values.add(text);
+    } else values.add(encodeBase64(v));
+  };
+  const addObject = (o: unknown) => {
+    if (!isObject(o)) return;
+    for (const v of Object.values(isObject(o.data) ? o.data : {})) add(v, true);
+    for (const v of Object.values(isObject(o.stringData) ? o.stringData : {})) add(v, false);
+  };
+  if (!sides.some(isSecret)) return message;
+  // The sides of one write: objects from lists carry no kind, so one Secret among them makes them all Secrets.
+  for (const s of sides) {
+    if (!s) continue;
+    addObject(s);
+    for (const v of Object.values(s.metadata?.annotations ?? {})) {
+      add(v, false);
+      addObject(parseJson(v));
+    }
+  }
+  let out = redactValues(message);
+  // Longest first, so that a value inside another does not leave the rest of the longer one behind.
+  for (const v of [...values].filter((v) => v.length >= MIN_SCRUBBED).sort((a, b) => b.length - a.length)) {
+    out = out.replaceAll(v, REDACTED);
+  }
+  return out;
+}
+
+function decodeBase64Text(v: string): string | undefined {
+  try {
+    const bytes = Uint8Array.from(atob(v), (c) => c.charCodeAt(0));
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function parseJson(v: string): unknown {
+  try {
+    return JSON.parse(v);
+  } catch {
+    return undefined;
+  }
 }

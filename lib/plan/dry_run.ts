@@ -1,13 +1,15 @@
 /**
  * `espejo plan --server-dry-run`: each write of the plan is sent with `dryRun=All`, so that admission (webhooks,
  * ValidatingAdmissionPolicies, quotas) and validation say what they would say, and nothing is stored. An update the
- * server would make a no-op (the differences were its own defaults) leaves the plan.
+ * server would make a no-op (the differences were its own defaults) leaves the plan. What the server says is shown
+ * without the values it quotes, and, for a Secret, without any of the Secret's values (lib/model/redact.ts).
  */
 import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, objectPath } from "../kube/discovery.ts";
 import { isInvalid } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { contentHash, FIELD_MANAGER } from "../model/drift.ts";
+import { scrubSecretValues } from "../model/redact.ts";
 import { bodyAt, created, liveParts } from "../sync/applier.ts";
 import { reasonOf } from "../sync/failures.ts";
 import type { PlanEntry } from "./plan.ts";
@@ -55,12 +57,17 @@ export async function dryRun(
       }
       out.push(e);
     } catch (err) {
-      if (e.forceRecreate && isInvalid(err) && (e.action === "update" || e.action === "adopt")) {
-        out.push({ ...e, action: "recreate", reason: `update rejected (${reasonOf(err)}); forceRecreate is set` });
-      } else {
-        out.push({ ...e, action: "fail", reason: `the API server would reject the ${e.action}: ${reasonOf(err)}` });
-      }
+      out.push(rejected(e, err));
     }
   }
   return { entries: out, noops };
+}
+
+/** The entry after the server refused its dry run with `err`: a recreate where forceRecreate allows it, else a fail. */
+export function rejected(e: PlanEntry, err: unknown): PlanEntry {
+  const why = scrubSecretValues(reasonOf(err), [e.desired, e.live]);
+  if (e.forceRecreate && isInvalid(err) && (e.action === "update" || e.action === "adopt")) {
+    return { ...e, action: "recreate", reason: `update rejected (${why}); forceRecreate is set` };
+  }
+  return { ...e, action: "fail", reason: `the API server would reject the ${e.action}: ${why}` };
 }

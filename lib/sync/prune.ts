@@ -77,3 +77,26 @@ export function planPrunes(
   }
   return plans;
 }
+
+/**
+ * The plans a namespace unit performs: those decided `now` (after its writes, with every claim of another SyncConfig
+ * known) whose object the unit's start also decided to prune. An object the unit created or wanted when it started
+ * is never pruned by it, whatever changed meanwhile (a label, a SyncConfig): the next unit decides on it.
+ */
+export function confirmedPrunes(atStart: readonly PrunePlan[], now: readonly PrunePlan[]): PrunePlan[] {
+  const decided = new Set(atStart.map((p) => p.candidate.uid));
+  return now.filter((p) => decided.has(p.candidate.uid));
+}
+
+/**
+ * How long a namespace's labels must have stayed as they are before espejo prunes what a SyncConfig no longer
+ * selecting it created. A namespace admin who toggles a label ten times a second would otherwise cost a create and
+ * a delete of every item per toggle; with the wait, objects stay while the labels flap and are in sync when the
+ * label comes back, and toggles slower than this cost at most one create and one delete per item per wait.
+ */
+export const RELABEL_SETTLE_MS = 2_000;
+
+/** How much longer labels changed at `relabelledAt` must stay as they are before a deselection is pruned (0: now). */
+export function settlingMs(relabelledAt: number | undefined, now: number): number {
+  return relabelledAt === undefined ? 0 : Math.max(0, relabelledAt + RELABEL_SETTLE_MS - now);
+}

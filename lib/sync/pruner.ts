@@ -47,16 +47,22 @@ export class Pruner {
     return this.caches.namespacesCreatedBy(cfgKey);
   }
 
+  /** Deletes the candidate by uid. Never waits for it to go: a finalizer may hold it, and the unit goes on. */
   async prune(p: PrunePlan): Promise<PruneResult> {
     const { resource, namespace, name, uid } = p.candidate;
+    const objectKey = `${namespace}/${name}`;
+    // Our own delete: its watch event is not someone else's removal (which a sync would restore, as a fight).
+    this.caches.beginWrite(resource, objectKey);
+    let deleted = false;
     try {
+      // "absent" may be a new object under the name (the uid precondition failed): that one stays in the cache.
       const done = await this.#applier.delete(resource, namespace, name, uid);
-      // Our own delete: its watch event is not someone else's removal (which a sync would restore). "absent" may
-      // be a new object under the name (the uid precondition failed): that one stays in the cache.
-      if (done === "deleted") this.caches.forgetManaged(resource, `${namespace}/${name}`);
+      deleted = done === "deleted";
       return { state: done };
     } catch (e) {
       return { state: "failed", message: `${p.message}: could not delete it: ${reasonOf(e)}` };
+    } finally {
+      this.caches.endDelete(resource, objectKey, deleted);
     }
   }
 

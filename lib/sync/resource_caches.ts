@@ -46,7 +46,7 @@ interface Running<T> {
 export class ResourceCaches {
   readonly #managed = new Map<string, Running<CachedObject>>();
   readonly #existing = new Map<string, Running<ExistingObject>>();
-  /** Objects our own write is under way for: the versions that write produced, and the last version seen. */
+  /** Objects our own write or delete is under way for: the versions that write produced, and the last version seen. */
   readonly #writing = new Map<string, { ours: Set<string>; seen?: string }>();
   /** Objects an item names that someone else deleted or took our label off, until espejo writes them again. */
   readonly #removed = new Set<string>();
@@ -86,8 +86,8 @@ export class ResourceCaches {
           // Objects no item names (anyone can label theirs) cause no work, whatever happens to them.
           else if (obj.contentless) return;
           else {
-            // Deleted or unlabelled by someone else (our own deletes forget the object first): writing it again is a
-            // restore, which backs off in a fight like any other.
+            // Deleted or unlabelled by someone else (our own deletes are under way or forgotten already): writing it
+            // again is a restore, which backs off in a fight like any other.
             if (type === "deleted") this.#noteRemoved(`${resourceKey(r)}|${key}`);
             this.events.onManagedChange?.(namespaceOf(key));
           }
@@ -101,9 +101,10 @@ export class ResourceCaches {
   }
 
   /**
-   * Our own write of `objectKey` (namespace/name) begins. Its watch echo must not cause another sync of the
-   * namespace (a unit that finds nothing to do, and would reset the count of what the last one deleted); a change
-   * by someone else meanwhile still must. {@link endWrite} tells them apart by version.
+   * Our own write or delete of `objectKey` (namespace/name) begins. Its watch echo, which may come before the reply,
+   * must not cause another sync of the namespace (a unit that finds nothing to do, and would reset the count of what
+   * the last one deleted), nor count as someone else's removal; a change by someone else meanwhile still must.
+   * {@link endWrite} tells them apart by version.
    */
   beginWrite(r: ResourceInfo, objectKey: string): void {
     this.#writing.set(`${resourceKey(r)}|${objectKey}`, { ours: new Set() });
@@ -171,9 +172,16 @@ export class ResourceCaches {
     return { created, listing: waiting.size > 0 };
   }
 
-  /** espejo deleted `objectKey` of `r`: its watch event is not someone else's removal. A stopped cache stays so. */
-  forgetManaged(r: ResourceInfo, objectKey: string): void {
-    this.#managed.get(resourceKey(r))?.reflector.forget(objectKey);
+  /**
+   * Our delete (begun with {@link beginWrite}) ended. `deleted`: the object is gone or going (a finalizer may hold
+   * it), and forgotten until the watch brings it again; its removal is no one else's. Else like {@link endWrite}.
+   */
+  endDelete(r: ResourceInfo, objectKey: string, deleted: boolean): void {
+    const key = `${resourceKey(r)}|${objectKey}`;
+    if (!deleted) return this.endWrite(r, objectKey);
+    this.#writing.delete(key);
+    this.#removed.delete(key);
+    this.#managed.get(resourceKey(r))?.reflector.forget(objectKey); // a stopped cache stays so
   }
 
   /**

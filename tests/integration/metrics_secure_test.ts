@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../../testenv/build.ts";
 import { makeCerts } from "../../testenv/certs.ts";
-import { createServiceAccount, freePorts, type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { isAlreadyExists } from "../../lib/kube/errors.ts";

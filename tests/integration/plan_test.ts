@@ -1,11 +1,12 @@
 /**
  * `espejo plan` as a process (the shipped permission set), against the real API server: what it lists is what the
- * controller then does, it writes nothing, its exit codes, `--server-dry-run` against a real admission policy, and
- * prunes.
+ * controller then does, it writes nothing, its exit codes, `--server-dry-run` against a real admission policy,
+ * prunes, and that it never shows a Secret's data.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
+import { encodeBase64 } from "../../lib/kube/objects.ts";
 import { repoRoot } from "../../testenv/build.ts";
 import { createServiceAccount, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
@@ -297,3 +298,163 @@ Deno.test("espejo plan shows what an edit of a pruning SyncConfig would prune", 
   );
   admin.close();
 });
+
+/** Every piece of eight characters of each value and of its base64. */
+function secretPieces(values: string[]): string[] {
+  return values.flatMap((v) => [v, encodeBase64(v)]).flatMap((s) =>
+    Array.from({ length: s.length - 7 }, (_, i) => s.slice(i, i + 8))
+  );
+}
+
+Deno.test(
+  "espejo plan never shows a Secret's data: not changed, not removed whole, not in kubectl's last-applied annotation",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("plan-secret");
+    await createNamespace(admin, ns, { "espejo-test/secret-vap": ns });
+    const [applied, appliedToken, wanted] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    // As a user creates Secrets: kubectl apply, which copies the manifest, values and all, into an annotation.
+    const dir = await Deno.makeTempDir({ prefix: "espejo-plan-secret-" });
+    const kubeconfigAdmin = join(dir, "admin.kubeconfig");
+    await Deno.writeTextFile(kubeconfigAdmin, kubeconfigYaml(c.server, c.caPem, c.admin));
+    const manifest = (name: string) => ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace: ns },
+      type: "Opaque",
+      stringData: { password: applied },
+      data: { token: encodeBase64(appliedToken) },
+    });
+    await Deno.writeTextFile(
+      join(dir, "secrets.json"),
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [manifest("creds"), manifest("bare")],
+      }),
+    );
+    const apply = await new Deno.Command("kubectl", {
+      args: ["--kubeconfig", kubeconfigAdmin, "apply", "-f", join(dir, "secrets.json")],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(apply.code, 0, new TextDecoder().decode(apply.stderr));
+    const live = await getObject(admin, `/api/v1/namespaces/${ns}/secrets/creds`);
+    const lastApplied = live?.metadata?.annotations?.["kubectl.kubernetes.io/last-applied-configuration"] ?? "";
+    assert.ok(lastApplied.includes(applied), "kubectl apply put the value into its annotation");
+
+    // A policy whose own message quotes the values it refuses, old and new, as stored (base64).
+    const policy = uniqueName("quotes-secrets");
+    const quote = (o: string) =>
+      `(${o} != null && has(${o}.data) && 'password' in ${o}.data ? ${o}.data['password'] : '-')`;
+    await admin.request({
+      method: "POST",
+      path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+      body: {
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingAdmissionPolicy",
+        metadata: { name: policy },
+        spec: {
+          failurePolicy: "Fail",
+          matchConstraints: {
+            resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["secrets"] }],
+          },
+          validations: [{
+            expression: "false",
+            messageExpression: `'refused: new ' + ${quote("object")} + ', old ' + ${quote("oldObject")}`,
+          }],
+        },
+      },
+    });
+    await admin.request({
+      method: "POST",
+      path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+      body: {
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "ValidatingAdmissionPolicyBinding",
+        metadata: { name: policy },
+        spec: {
+          policyName: policy,
+          validationActions: ["Deny"],
+          matchResources: { namespaceSelector: { matchLabels: { "espejo-test/secret-vap": ns } } },
+        },
+      },
+    });
+    const { kubeconfig } = await planner(c, admin, cfgNs);
+    try {
+      // The policy quotes the value once the API server has loaded it.
+      await eventually(
+        async () => {
+          try {
+            await admin.request({
+              method: "PUT",
+              path: `/api/v1/namespaces/${ns}/secrets/creds`,
+              query: { dryRun: "All" },
+              body: live,
+            });
+            return false;
+          } catch (e) {
+            return String(e).includes(`old ${encodeBase64(applied)}`);
+          }
+        },
+        30_000,
+        "the admission policy to quote a Secret's value",
+      );
+      const sc = syncConfig(cfgNs, "p", {
+        namespaceSelector: { matchNames: [ns] },
+        syncItems: [
+          // Other data than the live Secret's, given as stringData.
+          {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name: "creds" },
+            type: "Opaque",
+            stringData: { password: wanted },
+          },
+          // No data at all: the live Secret's is removed as a whole.
+          { apiVersion: "v1", kind: "Secret", metadata: { name: "bare" }, type: "Opaque" },
+        ],
+      });
+      const text = await plan(kubeconfig, cfgNs, [], [[sc]]);
+      const json = await plan(kubeconfig, cfgNs, ["--output", "json"], [[sc]]);
+      const dry = await plan(kubeconfig, cfgNs, ["--server-dry-run"], [[sc]]);
+      const dryJson = await plan(kubeconfig, cfgNs, ["--server-dry-run", "--output", "json"], [[sc]]);
+      assert.equal(text.code, 2, text.stderr);
+      assert.equal(dry.code, 1, dry.stderr);
+      // What changes is shown, key by key, without a value.
+      assert.match(text.stdout, /~ \.data\.password: \*\*\* \(before\) -> \*\*\* \(after\)/);
+      assert.match(text.stdout, /- \.data\.token: \*\*\*/);
+      assert.match(
+        text.stdout,
+        /- \.metadata\.annotations\.kubectl\.kubernetes\.io\/last-applied-configuration: \*\*\*/,
+      );
+      assert.match(
+        dry.stdout,
+        /would reject the (adopt|update): .*refused: new \[redacted\], old \[redacted\]/,
+      );
+      const actions = (JSON.parse(json.stdout) as PlanJson).syncConfigs[0].actions;
+      assert.deepEqual(actions.map((a) => `${a.action} ${a.name}`).sort(), ["adopt bare", "adopt creds"]);
+      const pieces = secretPieces([applied, appliedToken, wanted]);
+      for (const [name, run] of Object.entries({ text, json, dry, dryJson })) {
+        for (const out of [run.stdout, run.stderr]) {
+          const shown = pieces.find((p) => out.includes(p));
+          assert.equal(shown, undefined, `${name} shows ${shown}:\n${out}`);
+        }
+      }
+    } finally {
+      await admin.request({
+        method: "DELETE",
+        path: `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${policy}`,
+      });
+      await admin.request({
+        method: "DELETE",
+        path: `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${policy}`,
+      });
+      await Deno.remove(dir, { recursive: true });
+      admin.close();
+    }
+  },
+);

@@ -23,16 +23,104 @@ Deno.test("fieldDiff: server-owned metadata and espejo's hash and creation marke
   assert.deepEqual(fieldDiff(cm({ a: "1" }, { [HASH_ANNOTATION]: "new" }), observed), []);
 });
 
-Deno.test("fieldDiff: a Secret's values are never shown, only that they differ", () => {
+Deno.test("fieldDiff: a Secret's values are never shown, only that they differ, as kubectl diff masks them", () => {
   const secret = (data: Record<string, string>): KubeObject => ({ ...cm({}), kind: "Secret", data });
   const lines = fieldDiff(secret({ token: "czNjcjN0", added: "eA==" }), secret({ token: "b2xk", gone: "eQ==" }))
     .map(formatChange);
   assert.deepEqual(lines, [
-    "~ .data.token: (a secret value) -> (a secret value)",
-    "+ .data.added: (a secret value)",
-    "- .data.gone: (a secret value)",
+    "~ .data.token: *** (before) -> *** (after)",
+    "+ .data.added: ***",
+    "- .data.gone: ***",
   ]);
   for (const l of lines) assert.doesNotMatch(l, /czNjcjN0|b2xk|eA==|eQ==/);
+});
+
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+const applied = JSON.stringify({ apiVersion: "v1", kind: "Secret", stringData: { password: "hunter2" } });
+
+/** Secrets whose values sit in parts that are added or removed as a whole: each key is listed, no value. */
+const WHOLE: [name: string, desired: KubeObject, observed: KubeObject, lines: string[]][] = [
+  [
+    "data the item does not set",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: { password: "aHVudGVyMg==", user: "YQ==" } },
+    ["- .data.password: ***", "- .data.user: ***"],
+  ],
+  [
+    "data the live object lacks",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: { password: "aHVudGVyMg==" } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" } },
+    ["+ .data.password: ***"],
+  ],
+  [
+    "stringData (an item not normalized)",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, stringData: { password: "hunter2" } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" } },
+    ["+ .stringData.password: ***"],
+  ],
+  [
+    "kubectl apply's annotation",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s", annotations: { a: "1" } } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s", annotations: { a: "1", [LAST_APPLIED]: applied } } },
+    [`- .metadata.annotations.${LAST_APPLIED}: ***`],
+  ],
+  [
+    "every annotation, when the item sets none",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s", annotations: { [LAST_APPLIED]: applied, b: "x" } } },
+    [`- .metadata.annotations.${LAST_APPLIED}: ***`, "- .metadata.annotations.b: ***"],
+  ],
+  [
+    "a changed annotation",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s", annotations: { [LAST_APPLIED]: "{}" } } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s", annotations: { [LAST_APPLIED]: applied } } },
+    [`~ .metadata.annotations.${LAST_APPLIED}: *** (before) -> *** (after)`],
+  ],
+  [
+    "data that is not an object",
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: "hunter2" },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: { password: "aHVudGVyMg==" } },
+    ["~ .data: *** (before) -> *** (after)"],
+  ],
+  [
+    "the kind named by the live object only",
+    { metadata: { name: "s" } },
+    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: { password: "aHVudGVyMg==" } },
+    ["- .data.password: ***"],
+  ],
+];
+for (const [name, desired, observed, lines] of WHOLE) {
+  Deno.test(`fieldDiff: a Secret's ${name}: key by key, values masked`, () => {
+    const got = fieldDiff(desired, observed).map(formatChange);
+    assert.deepEqual(got, lines);
+    assert.doesNotMatch(got.join("\n"), /hunter2|aHVudGVy/);
+  });
+}
+
+Deno.test("fieldDiff: a Secret's type, labels and immutable are shown as for any object", () => {
+  const s = (type: string, labels: Record<string, string>): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "s", labels },
+    type,
+  });
+  assert.deepEqual(
+    fieldDiff({ ...s("Opaque", { a: "1" }), immutable: true }, s("kubernetes.io/tls", {})).map(formatChange),
+    [
+      '~ .type: "kubernetes.io/tls" -> "Opaque"',
+      "+ .immutable: true",
+      '+ .metadata.labels.a: "1"',
+    ],
+  );
+});
+
+Deno.test("fieldDiff: a ConfigMap's data and annotations are shown (only Secrets are masked)", () => {
+  assert.deepEqual(
+    fieldDiff({ ...cm({}, { x: "1" }), data: {} }, { ...cm({ a: "1" }), metadata: { name: "a", namespace: "n" } }).map(
+      formatChange,
+    ),
+    ['- .data.a: "1"', '+ .metadata.annotations: {"x":"1"}'],
+  );
 });
 
 Deno.test("fieldDiff: long values are cut", () => {

@@ -1,7 +1,16 @@
 /** Which objects a SyncConfig with pruning on deletes (lib/sync/prune.ts), as a table. */
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
-import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../../lib/sync/prune.ts";
+import fc from "fast-check";
+import {
+  confirmedPrunes,
+  planPrunes,
+  type PruneCandidate,
+  pruneEnabled,
+  type PruneScope,
+  RELABEL_SETTLE_MS,
+  settlingMs,
+} from "../../lib/sync/prune.ts";
 
 const CM = { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap", namespaced: true } as ResourceInfo;
 const candidate = (name: string): PruneCandidate => ({ resource: CM, namespace: "team-a", name, uid: `uid-${name}` });
@@ -44,3 +53,38 @@ for (const [annotation, pruneDefault, on] of enabled) {
     assert.equal(pruneEnabled(metadata, pruneDefault), on);
   });
 }
+
+Deno.test("confirmedPrunes: a unit prunes only what it decided at its start and still decides after its writes", () => {
+  const plan = (scope: PruneScope, names: string[], namedBy: (n: string) => string[] = () => []) =>
+    planPrunes("cfg", scope, names.map(candidate), (c) => namedBy(c.name));
+  const names = (plans: { candidate: PruneCandidate }[]) => plans.map((p) => p.candidate.name);
+  // The label came back during the unit: the start (not selected) prunes, the end (selected, items named) keeps.
+  const selected = plan({ kind: "active", selects: true }, ["a", "b"], () => ["cfg"]);
+  assert.deepEqual(names(confirmedPrunes(plan({ kind: "active", selects: false }, ["a", "b"]), selected)), []);
+  // The unit created "new" (selected at its start); at its end the label is gone: "new" stays for the next unit.
+  const atStart = plan({ kind: "active", selects: true }, ["old"], () => []);
+  const atEnd = plan({ kind: "active", selects: false }, ["old", "new"]);
+  assert.deepEqual(names(confirmedPrunes(atStart, atEnd)), ["old"]);
+  // Another SyncConfig claimed "a" during the writes: it stays.
+  const claimed = plan({ kind: "active", selects: false }, ["a", "b"], (n) => n === "a" ? ["other"] : []);
+  assert.deepEqual(names(confirmedPrunes(plan({ kind: "active", selects: false }, ["a", "b"]), claimed)), ["b"]);
+});
+
+Deno.test("confirmedPrunes: never more than either decision", () => {
+  fc.assert(fc.property(
+    fc.uniqueArray(fc.constantFrom("a", "b", "c", "d", "e")),
+    fc.uniqueArray(fc.constantFrom("a", "b", "c", "d", "e")),
+    (start, end) => {
+      const plans = (ns: string[]) => planPrunes("cfg", { kind: "deleting" }, ns.map(candidate), () => []);
+      const out = confirmedPrunes(plans(start), plans(end)).map((p) => p.candidate.name);
+      assert.deepEqual(out, end.filter((n) => start.includes(n)));
+    },
+  ));
+});
+
+Deno.test("settlingMs: a deselection is pruned only once the namespace's labels stayed put for the settle time", () => {
+  assert.equal(settlingMs(undefined, 1_000_000), 0, "labels never changed since espejo saw the namespace");
+  assert.equal(settlingMs(1_000_000, 1_000_000), RELABEL_SETTLE_MS);
+  assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS - 1), 1);
+  assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS), 0);
+});

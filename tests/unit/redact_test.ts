@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { REDACTED, redactValues } from "../../lib/model/redact.ts";
+import { encodeBase64, type KubeObject } from "../../lib/kube/objects.ts";
+import {
+  holdsSecret,
+  isSecret,
+  isSecretPath,
+  REDACTED,
+  redactValues,
+  scrubSecretValues,
+} from "../../lib/model/redact.ts";
 
 const R = REDACTED;
 
@@ -267,4 +275,77 @@ Deno.test("redactValues leaves a message without a value marker unchanged", () =
   fc.assert(fc.property(messy.filter((m) => !markers.some((r) => r.test(m))), (m) => {
     assert.equal(redactValues(m), m);
   }));
+});
+
+const secretObject = (data: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name: "db", annotations },
+  data,
+});
+
+Deno.test("scrubSecretValues removes a Secret's values, base64 and plain, from a policy's own words", () => {
+  const live = secretObject({ password: encodeBase64("hunter2-old") }, {
+    "kubectl.kubernetes.io/last-applied-configuration": JSON.stringify({
+      apiVersion: "v1",
+      kind: "Secret",
+      stringData: { token: "tok-from-apply" },
+    }),
+  });
+  const desired = secretObject({ password: encodeBase64("hunter2-new") });
+  const message =
+    `admission webhook "v.example.com" denied the request: hunter2-new (${encodeBase64("hunter2-new")}) ` +
+    `may not replace hunter2-old, and tok-from-apply is ${encodeBase64("tok-from-apply")}`;
+  assert.equal(
+    scrubSecretValues(message, [desired, live]),
+    `admission webhook "v.example.com" denied the request: ${R} (${R}) may not replace ${R}, and ${R} is ${R}`,
+  );
+});
+
+Deno.test("scrubSecretValues leaves the messages of other kinds unchanged, and redacts field errors of Secrets", () => {
+  const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { a: "value-a" } };
+  const m = `ConfigMap "c" is invalid: data[a]: Invalid value: "value-a": bad`;
+  assert.equal(scrubSecretValues(m, [cm]), m);
+  assert.equal(
+    scrubSecretValues(`Secret "db" is invalid: data[a b]: Invalid value: "a b": bad`, [secretObject({})]),
+    `Secret "db" is invalid: data[a b]: Invalid value: ${R}: bad`,
+  );
+});
+
+Deno.test("scrubSecretValues: no value of 4 characters or more is left in any text", () => {
+  // A value with a bracket, or inside the marker, could be formed again by the marker and what is around it.
+  const value = fc.string({ unit: "binary", minLength: 4, maxLength: 30 })
+    .filter((v) => !/[[\]]/.test(v) && !R.includes(v));
+  fc.assert(fc.property(value, fc.string(), fc.string(), (v, before, after) => {
+    const secret = secretObject({ k: encodeBase64(v) });
+    const out = scrubSecretValues(`${before}${v}${after} ${encodeBase64(v)}`, [secret]);
+    assert.ok(!out.includes(v), out);
+    assert.ok(!out.includes(encodeBase64(v)), out);
+  }));
+});
+
+const SECRET_PATHS: [string[], boolean, boolean][] = [
+  [[], false, true],
+  [["metadata"], false, true],
+  [["metadata", "annotations"], true, true],
+  [["metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"], true, true],
+  [["metadata", "labels", "a"], false, false],
+  [["data"], true, true],
+  [["data", "password"], true, true],
+  [["stringData", "password"], true, true],
+  [["type"], false, false],
+  [["immutable"], false, false],
+];
+for (const [path, secret, holds] of SECRET_PATHS) {
+  Deno.test(`isSecretPath(.${path.join(".")}) is ${secret}, holdsSecret ${holds}`, () => {
+    assert.equal(isSecretPath(path), secret);
+    assert.equal(holdsSecret(path), holds);
+  });
+}
+
+Deno.test("isSecret is decided by the kind: core v1 Secret only", () => {
+  assert.equal(isSecret({ apiVersion: "v1", kind: "Secret" }), true);
+  assert.equal(isSecret({ apiVersion: "v1", kind: "ConfigMap" }), false);
+  assert.equal(isSecret({ apiVersion: "example.com/v1", kind: "Secret" }), false);
+  assert.equal(isSecret(undefined), false);
 });

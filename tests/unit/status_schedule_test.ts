@@ -44,13 +44,13 @@ Deno.test("StatusSchedule: a steady stream of its own work holds a status back a
     s.markDirty("cfg/a");
     assert.deepEqual(s.takeReady(), [], `held at ${clock.ms} ms`);
   }
-  assert.equal(s.untilHoldEndsMs(), 1000);
+  assert.equal(s.untilNextDueMs(), 1000);
   clock.ms = 10_000;
-  assert.equal(s.untilHoldEndsMs(), 0);
+  assert.equal(s.untilNextDueMs(), 0);
   assert.deepEqual(s.takeReady(), ["cfg/a"], "written although work is pending");
-  assert.equal(s.untilHoldEndsMs(), undefined, "nothing dirty");
+  assert.equal(s.untilNextDueMs(), undefined, "nothing dirty");
   s.markDirty("cfg/a");
-  assert.equal(s.untilHoldEndsMs(), 10_000, "the hold starts again when it is dirty again");
+  assert.equal(s.untilNextDueMs(), 10_000, "the hold starts again when it is dirty again");
 });
 
 Deno.test("StatusSchedule: forget drops everything of a SyncConfig", () => {
@@ -60,7 +60,7 @@ Deno.test("StatusSchedule: forget drops everything of a SyncConfig", () => {
   s.forget("cfg/a");
   assert.equal(s.pendingOf("cfg/a"), 0);
   assert.deepEqual(s.takeReady(), []);
-  assert.equal(s.untilHoldEndsMs(), undefined);
+  assert.equal(s.untilNextDueMs(), undefined);
 });
 
 Deno.test("StatusSchedule: dropWork releases a status held by work that no longer counts (it became Invalid)", () => {
@@ -82,5 +82,52 @@ Deno.test("StatusSchedule holds a status a minute by default", () => {
   clock.ms = 59_999;
   assert.deepEqual(s.takeReady(), []);
   clock.ms = 60_000;
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+});
+
+Deno.test("StatusSchedule: work that keeps ending writes a status at most once per gap, and the last one", () => {
+  const clock = { ms: 0 };
+  const s = new StatusSchedule(60_000, () => clock.ms, 1_000);
+  const taken: number[] = [];
+  // A namespace whose labels flap: a unit ends every 100 ms for 10 s, each changing the counts.
+  for (let t = 0; t < 100; t++) {
+    clock.ms = t * 100;
+    s.markDirty("cfg/a");
+    if (s.takeReady().length) taken.push(clock.ms);
+  }
+  assert.deepEqual(taken, [0, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000]);
+  // The flapping stopped at 9,900 ms with a change not written yet: it is due when the gap ends, without a kick.
+  assert.equal(s.untilNextDueMs(), 100);
+  clock.ms = 10_000;
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+  assert.equal(s.untilNextDueMs(), undefined);
+});
+
+Deno.test("StatusSchedule: the gap is per SyncConfig, and a first write is not delayed", () => {
+  const clock = { ms: 0 };
+  const s = new StatusSchedule(60_000, () => clock.ms, 1_000);
+  s.markDirty("cfg/a");
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+  clock.ms = 10;
+  s.markDirty("cfg/a");
+  s.markDirty("cfg/b");
+  assert.deepEqual(s.takeReady(), ["cfg/b"], "b was never written: at once");
+  assert.equal(s.untilNextDueMs(), 990);
+  s.forget("cfg/a");
+  s.markDirty("cfg/a");
+  assert.deepEqual(s.takeReady(), ["cfg/a"], "a SyncConfig created again under the key starts without a gap");
+});
+
+Deno.test("StatusSchedule: a status held by its work is due at the later of the hold's end and the gap's", () => {
+  const clock = { ms: 0 };
+  const s = new StatusSchedule(500, () => clock.ms, 1_000);
+  s.markDirty("cfg/a");
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+  s.queued(["cfg/a"], "ns-1");
+  s.markDirty("cfg/a");
+  clock.ms = 600;
+  assert.deepEqual(s.takeReady(), [], "the hold is over, the gap is not");
+  assert.equal(s.untilNextDueMs(), 400);
+  clock.ms = 1_000;
   assert.deepEqual(s.takeReady(), ["cfg/a"]);
 });
