@@ -68,14 +68,6 @@ const pages = [
   ),
 ].sort();
 
-/**
- * docs/threat-model.md is written in another branch; until it is merged, the README's former section waits in
- * docs/threat-model-from-readme.md, and links to the page it will become are not yet checked.
- */
-const awaited = (file: string) =>
-  relative(repoRoot, file) === join("docs", "threat-model.md") &&
-  exists(join(repoRoot, "docs", "threat-model-from-readme.md"));
-
 function exists(path: string): boolean {
   try {
     Deno.statSync(path);
@@ -118,7 +110,6 @@ Deno.test("every relative link of README.md and docs/ names a file that exists, 
     for (const link of relativeLinks(Deno.readTextFileSync(from))) {
       const [path, anchor] = link.split("#", 2);
       const target = path ? resolve(dirname(from), decodeURIComponent(path)) : from;
-      if (awaited(target)) continue;
       checked++;
       if (!exists(target)) {
         broken.push(`${page}: ${link}: no file ${relative(repoRoot, target)}`);
