@@ -1,124 +1,151 @@
 /**
  * `espejo plan`: what the controller would do now, without doing it. Reads the cluster with lists only, takes the
- * SyncConfigs from the cluster and from `-f` files (a file's SyncConfig replaces the one with the same
- * namespace/name, as an edit would), and prints per SyncConfig and namespace what would be created, adopted,
- * updated (with the fields), recreated, deleted, pruned, or would fail. Exit code 0: nothing would change; 2:
- * something would; 1: an error, an Invalid SyncConfig or an item that would fail.
+ * SyncConfigs the controller reads (WATCH_NAMESPACE, or --watch-namespace) and those of `-f` (read as `kubectl apply
+ * -f` reads them; a file's SyncConfig replaces the one with the same namespace/name, as an apply would), and prints
+ * per SyncConfig and namespace what would be created, adopted, updated (with the fields), recreated, deleted,
+ * pruned, or would fail. Writes are compared by a server-side dry run where the identity may, else by espejo's rules.
+ * Exit code 0: nothing would change; 2: something would; 1: an error, an Invalid SyncConfig or an item that would
+ * fail.
  */
-import { Command, Option } from "commander";
-import { parseAllDocuments } from "yaml";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { HttpKubeClient } from "../kube/client.ts";
 import { loadClientOptions } from "../kube/kubeconfig.ts";
-import { isObject } from "../kube/objects.ts";
-import { decodeSyncConfig } from "../controller/syncconfig_api.ts";
 import type { SyncConfig } from "../model/syncconfig.ts";
+import { byRules, type Comparison, currentUser, dryRunRefusal } from "../plan/comparison.ts";
+import { contextNamespace } from "../plan/context_namespace.ts";
 import { dryRun } from "../plan/dry_run.ts";
+import { readManifests } from "../plan/input.ts";
 import { planSnapshot } from "../plan/plan.ts";
 import { exitCodeOf, type PlanReport, renderJson, renderText } from "../plan/render.ts";
 import { missingRights, neededRights } from "../plan/rights.ts";
 import { takeSnapshot } from "../plan/snapshot.ts";
+import { readSources } from "../plan/sources.ts";
 import { namespaceNameProblem } from "./config.ts";
 
 const DEFAULT_IDENTITY = "system:serviceaccount:espejo-system:espejo";
+const TRUE_SPELLINGS = new Set(["1", "t", "T", "TRUE", "true", "True"]);
+const FALSE_SPELLINGS = new Set(["0", "f", "F", "FALSE", "false", "False"]);
+
+/** A boolean flag as pflag reads it: `--name`, or `--name=` one of strconv.ParseBool's spellings. */
+function booleanFlag(name: string, help: string): Option {
+  return new Option(`--${name} [bool]`, help).argParser((v: string) => {
+    if (TRUE_SPELLINGS.has(v)) return true;
+    if (FALSE_SPELLINGS.has(v)) return false;
+    throw new InvalidArgumentError("not a boolean (true or false)");
+  });
+}
 
 function buildPlanCommand(): Command {
   const collect = (v: string, all: string[]) => [...all, v];
   return new Command("espejo plan")
     .description(
-      "Shows what espejo would do now, and changes nothing. SyncConfigs come from the cluster (WATCH_NAMESPACE " +
-        "limits them to one namespace) and from -f files.\nExit code: 0 nothing would change, 2 something would, " +
-        "1 on an error, an Invalid SyncConfig or an item that would fail.",
+      "Shows what espejo would do now, and changes nothing. SyncConfigs come from the cluster (those the controller " +
+        "reads: WATCH_NAMESPACE or --watch-namespace) and from -f, read as kubectl apply -f reads them.\n" +
+        "Writes are compared by a server-side dry run where the identity running the plan may make them, else by " +
+        "espejo's rules; the output says which.\n" +
+        "Exit code: 0 nothing would change, 2 something would, 1 an error, an Invalid SyncConfig or an item that " +
+        "would fail.",
     )
     .helpOption("-h, --help", "show this help and exit")
+    .allowExcessArguments(false)
     .addOption(
-      new Option("-f, --filename <file>", "a YAML or JSON file of SyncConfigs, used as if applied (repeatable)")
-        .argParser(collect).default([]),
+      new Option(
+        "-f, --filename <path>",
+        "a YAML or JSON file (several documents, a v1 List), a directory of *.yaml, *.yml, *.json files, or - " +
+          "for stdin; used as if applied (repeatable; kinds other than SyncConfig are ignored)",
+      ).argParser(collect).default([]),
     )
-    .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
+    .addOption(new Option("-R, --recursive", "read the directories of -f recursively").default(false))
     .addOption(
-      new Option("-n, --namespace <namespace>", "plan only this target namespace (repeatable)").argParser(collect)
-        .default([]),
+      new Option(
+        "-n, --namespace <namespace>",
+        "the namespace of -f's SyncConfigs that name none (default: the kubeconfig context's, else default)",
+      ),
     )
     .addOption(
       new Option(
-        "--server-dry-run",
-        "send every write with dryRun=All, so that admission and validation errors show up (nothing is stored)",
-      ).default(false),
-    )
-    .addOption(new Option("--prune-default", "as the controller's --prune-default").default(false))
-    .addOption(new Option("--kubeconfig <path>", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"))
-    .addOption(
-      new Option("--controller-identity <user>", "the controller's user, whose rights are reviewed").default(
-        DEFAULT_IDENTITY,
+        "--watch-namespace <namespace>",
+        "read the SyncConfigs of this namespace only, as the controller with WATCH_NAMESPACE (default: " +
+          "$WATCH_NAMESPACE; empty: every namespace)",
       ),
-    );
-}
-
-/** The SyncConfigs of a file; anything else in it is an error that names the file and the document. */
-export function syncConfigsOfFile(text: string, file: string, watchNamespace: string): SyncConfig[] {
-  const out: SyncConfig[] = [];
-  parseAllDocuments(text).forEach((doc, i) => {
-    if (doc.errors.length) throw new Error(`${file}: document ${i + 1}: ${withoutExcerpt(doc.errors[0].message)}`);
-    const value = doc.toJSON();
-    if (value === null || value === undefined) return;
-    if (!isObject(value) || value.apiVersion !== "sync.appuio.ch/v1alpha1" || value.kind !== "SyncConfig") {
-      throw new Error(`${file}: document ${i + 1} is not a SyncConfig (sync.appuio.ch/v1alpha1)`);
-    }
-    const meta = isObject(value.metadata) ? value.metadata : {};
-    const namespace = typeof meta.namespace === "string" && meta.namespace ? meta.namespace : watchNamespace;
-    if (!namespace) {
-      throw new Error(`${file}: document ${i + 1} has no metadata.namespace (and WATCH_NAMESPACE is empty)`);
-    }
-    if (watchNamespace && namespace !== watchNamespace) {
-      throw new Error(
-        `${file}: document ${i + 1} is in namespace ${namespace}; the controller reads only ${watchNamespace}`,
-      );
-    }
-    const sc = decodeSyncConfig({ ...value, metadata: { ...meta, namespace } });
-    if (!sc) throw new Error(`${file}: document ${i + 1} has no valid metadata.name`);
-    out.push(sc);
-  });
-  return out;
-}
-
-/**
- * A YAML error's message without the excerpt of the file that follows its first line: the line may be a Secret's
- * value. Line and column stay.
- */
-function withoutExcerpt(message: string): string {
-  return message.split("\n", 1)[0].replace(/:$/, "");
+    )
+    .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
+    .addOption(
+      new Option("--target-namespace <namespace>", "plan only this target namespace (repeatable)").argParser(collect)
+        .default([]),
+    )
+    .addOption(
+      booleanFlag(
+        "server-dry-run",
+        "compare by sending every write with dryRun=All (admission and validation show up, nothing is stored); " +
+          "=false compares by espejo's rules (default: a dry run where the identity may)",
+      ),
+    )
+    .addOption(booleanFlag("check-rights", "review the rights of --controller-identity for this plan").default(false))
+    .addOption(
+      new Option("--controller-identity <user>", "whose rights --check-rights reviews").default(DEFAULT_IDENTITY),
+    )
+    .addOption(booleanFlag("prune-default", "as the controller's --prune-default").default(false))
+    .addOption(new Option("--kubeconfig <path>", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"));
 }
 
 export async function runPlan(args: string[], env: Record<string, string | undefined>): Promise<number> {
-  const cmd = buildPlanCommand();
-  cmd.parse(args, { from: "user" });
+  const cmd = buildPlanCommand().exitOverride().configureOutput({
+    writeErr: (text) => console.error(text.trimEnd()),
+    outputError: (text, write) => write(`espejo plan: ${text}`),
+  });
+  try {
+    cmd.parse(args, { from: "user" });
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === "commander.helpDisplayed" || e.code === "commander.help") return 0;
+      return 1;
+    }
+    throw e;
+  }
   const o = cmd.opts();
-  const watchNamespace = (env.WATCH_NAMESPACE ?? "").trim();
+  const watchNamespace = String(o.watchNamespace ?? env.WATCH_NAMESPACE ?? "").trim();
   const progress = (line: string) => console.error(line);
   let client: HttpKubeClient | undefined;
   try {
     if (watchNamespace && namespaceNameProblem(watchNamespace)) {
       throw new Error(`WATCH_NAMESPACE ${JSON.stringify(watchNamespace)} is not a namespace name`);
     }
-    const files = [];
-    const filenames: string[] = o.filename;
-    for (const file of filenames) {
-      for (const syncConfig of syncConfigsOfFile(await Deno.readTextFile(file), file, watchNamespace)) {
-        files.push({ syncConfig, source: file });
-      }
+    if (o.namespace !== undefined && namespaceNameProblem(o.namespace)) {
+      throw new Error(`-n ${JSON.stringify(o.namespace)} is not a namespace name`);
     }
+    const files = await syncConfigsOfFiles(o.filename, o.recursive === true, {
+      flag: o.namespace,
+      context: contextNamespace(o.kubeconfig, env),
+    }, watchNamespace);
     client = new HttpKubeClient({ ...(await loadClientOptions(o.kubeconfig)), userAgent: "espejo-plan" });
-    const snapshot = await takeSnapshot(client, { watchNamespace, files, namespaces: o.namespace, progress });
+    const snapshot = await takeSnapshot(client, {
+      watchNamespace,
+      files,
+      namespaces: o.targetNamespace,
+      progress,
+    });
     const result = await planSnapshot(snapshot, o.pruneDefault === true);
-    if (o.serverDryRun) {
-      for (const c of result.configs) {
-        const done = await dryRun(client, c.entries, progress);
-        c.entries = done.entries;
-        result.unchanged += done.noops;
-      }
+    const user = await currentUser(client);
+    const comparison = await chooseComparison(client, o.serverDryRun, result.configs.flatMap((c) => c.entries), user);
+    for (const c of result.configs) {
+      const done = comparison.mode === "server-dry-run"
+        ? await dryRun(client, c.entries, progress)
+        : byRules(c.entries);
+      c.entries = done.entries;
+      result.unchanged += done.noops;
     }
-    const rights = await missingRights(client, o.controllerIdentity, neededRights(snapshot, result.configs));
-    const report: PlanReport = { ...result, controller: { identity: o.controllerIdentity, ...rights } };
+    const report: PlanReport = {
+      ...result,
+      syncConfigsFrom: watchNamespace
+        ? `namespace ${watchNamespace} (${o.watchNamespace === undefined ? "WATCH_NAMESPACE" : "--watch-namespace"})`
+        : "every namespace (WATCH_NAMESPACE is empty; the controller of deploy/ reads only its own namespace)",
+      comparison,
+    };
+    if (o.checkRights === true) {
+      const rights = await missingRights(client, o.controllerIdentity, neededRights(snapshot, result.configs));
+      report.controller = { identity: o.controllerIdentity, ...rights };
+    }
     console.log(o.output === "json" ? renderJson(report) : renderText(report));
     return exitCodeOf(report);
   } catch (e) {
@@ -127,4 +154,54 @@ export async function runPlan(args: string[], env: Record<string, string | undef
   } finally {
     client?.close();
   }
+}
+
+/** The dry run when forced (`true`), the rules when refused (`false`), else a dry run if the user may make it. */
+async function chooseComparison(
+  client: HttpKubeClient,
+  flag: boolean | undefined,
+  entries: Parameters<typeof dryRunRefusal>[1],
+  user: string,
+): Promise<Comparison> {
+  if (flag === true) return { mode: "server-dry-run", why: `--server-dry-run, as ${user}` };
+  if (!entries.some((e) => e.action !== "fail")) {
+    return { mode: "none", why: "every object already is what its item asks" };
+  }
+  if (flag === false) return { mode: "rules", why: "--server-dry-run=false" };
+  const refusal = await dryRunRefusal(client, entries, user);
+  return refusal === undefined
+    ? { mode: "server-dry-run", why: `as ${user}` }
+    : { mode: "rules", why: `no rights to dry-run: ${refusal}` };
+}
+
+/** The SyncConfigs of `-f`; the objects of other kinds are named on stderr, in one line. */
+async function syncConfigsOfFiles(
+  paths: string[],
+  recursive: boolean,
+  rule: { flag?: string; context?: string },
+  watchNamespace: string,
+): Promise<{ syncConfig: SyncConfig; source: string }[]> {
+  const out: { syncConfig: SyncConfig; source: string }[] = [];
+  const ignored: string[] = [];
+  for (const source of await readSources(paths, recursive)) {
+    const content = readManifests(source.text, source.name, rule);
+    ignored.push(...content.ignored);
+    for (const syncConfig of content.syncConfigs) {
+      const namespace = syncConfig.metadata!.namespace!;
+      if (watchNamespace && namespace !== watchNamespace) {
+        throw new Error(
+          `${source.name}: SyncConfig ${namespace}/${syncConfig.metadata?.name} is in namespace ${namespace}, ` +
+            `where the controller does not read: it reads only ${watchNamespace} (WATCH_NAMESPACE); set ` +
+            `metadata.namespace or -n`,
+        );
+      }
+      out.push({ syncConfig, source: source.name });
+    }
+  }
+  if (paths.length && !out.length && !ignored.length) throw new Error("no objects passed to plan (-f names none)");
+  if (ignored.length) {
+    const shown = ignored.slice(0, 5).join(", ") + (ignored.length > 5 ? `, and ${ignored.length - 5} more` : "");
+    console.error(`espejo plan: ignoring ${ignored.length} object(s) that are not SyncConfigs: ${shown}`);
+  }
+  return out;
 }

@@ -52,6 +52,8 @@ export async function dryRun(
           kind: "DeleteOptions",
           propagationPolicy: "Background",
           preconditions: { uid: e.uid },
+          // The server reads a DELETE's options from its body when there is one, and ignores the query's dryRun.
+          dryRun: ["All"],
         };
         await client.request({ method: "DELETE", path: objectPath(r, e.namespace, e.name), body, query: DRY_RUN });
       }

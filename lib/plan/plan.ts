@@ -17,6 +17,7 @@ import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField } fr
 import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
 import { Registry } from "../controller/registry.ts";
 import type { NamespaceInfo } from "../controller/watches.ts";
+import { explainedByDefaults } from "./server_defaults.ts";
 import { kindKey, type Snapshot } from "./snapshot.ts";
 
 export type PlannedAction = "create" | "adopt" | "update" | "recreate" | "delete" | "prune" | "fail";
@@ -33,6 +34,8 @@ export interface PlanEntry {
   changes?: FieldChange[];
   /** Only fields the item does not set differ: a no-op on the server if they are its defaults. */
   unexplained?: boolean;
+  /** An update that espejo's rules of server defaults (./server_defaults.ts) find a no-op; a dry run decides. */
+  noopByRules?: boolean;
   /** A failure only a change of the SyncConfig, the namespace or the object can fix. */
   terminal?: boolean;
   /** For `--server-dry-run`: the resource, and what a write is sent against. */
@@ -220,7 +223,9 @@ async function planItem(
     case "update": {
       if (plan.unexplained) serverAdds.set(keysOf(target).itemKey, extrasHash(desired, live!));
       const changes = fieldDiff(desired, live!);
-      return { ...entry, action: "update", reason: plan.reason, changes, unexplained: plan.unexplained || undefined };
+      const noopByRules = explainedByDefaults(desired, live!) || undefined;
+      const unexplained = plan.unexplained || undefined;
+      return { ...entry, action: "update", reason: plan.reason, changes, unexplained, noopByRules };
     }
   }
 }

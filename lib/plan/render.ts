@@ -1,12 +1,17 @@
 /** The plan for people (text) and for scripts (`--output json`), and its exit code. */
 import { formatChange } from "../model/field_diff.ts";
 import type { ConfigPlan, PlanEntry, PlannedAction } from "./plan.ts";
+import type { Comparison } from "./comparison.ts";
 import type { Right } from "./rights.ts";
 
 export interface PlanReport {
   configs: ConfigPlan[];
   unchanged: number;
-  controller: { identity: string; missing: Right[]; error?: string };
+  /** Where the SyncConfigs of the cluster were read, in words. */
+  syncConfigsFrom: string;
+  comparison: Comparison;
+  /** The rights review, when asked for (`--check-rights`). */
+  controller?: { identity: string; missing: Right[]; error?: string };
 }
 
 const ACTIONS: PlannedAction[] = ["create", "adopt", "update", "recreate", "delete", "prune", "fail"];
@@ -58,7 +63,10 @@ export function renderJson(r: PlanReport): string {
         actions: c.entries.map(entryJson),
       })),
       summary: summaryOf(r),
-      controller: { identity: r.controller.identity, missingRights: r.controller.missing, error: r.controller.error },
+      syncConfigsFrom: r.syncConfigsFrom,
+      comparison: r.comparison,
+      controller: r.controller &&
+        { identity: r.controller.identity, missingRights: r.controller.missing, error: r.controller.error },
     },
     null,
     2,
@@ -66,7 +74,7 @@ export function renderJson(r: PlanReport): string {
 }
 
 export function renderText(r: PlanReport): string {
-  const lines: string[] = [];
+  const lines: string[] = [`SyncConfigs read from ${r.syncConfigsFrom}.`];
   for (const c of r.configs) {
     const state = [
       c.source === "cluster" ? `generation ${c.generation}` : `from ${c.source}`,
@@ -84,7 +92,7 @@ export function renderText(r: PlanReport): string {
       for (const e of entries) {
         const why = e.reason ? `: ${e.reason}` : "";
         lines.push(`    ${MARK[e.action]} ${e.action.padEnd(8)} ${e.kind} ${e.name}${why}`);
-        if (e.unexplained) {
+        if (e.unexplained && !e.noopByRules) {
           lines.push("        (only fields the item does not set differ: a no-op if they are server defaults)");
         }
         for (const ch of (e.changes ?? []).slice(0, MAX_CHANGES)) lines.push(`        ${formatChange(ch)}`);
@@ -99,11 +107,18 @@ export function renderText(r: PlanReport): string {
     `Plan: ${s.create} to create, ${s.adopt} to adopt, ${s.update} to update, ${s.recreate} to recreate, ` +
       `${s.delete} to delete, ${s.prune} to prune, ${s.fail} failing; ${s.unchanged} unchanged.`,
   );
+  const { mode, why } = r.comparison;
+  if (mode === "none") lines.push(`No write to compare (${why}).`);
+  else {lines.push(
+      `Writes compared by ${mode === "server-dry-run" ? "server-side dry run" : "espejo's rules"} (${why}).`,
+    );}
+  if (!r.controller) return lines.join("\n");
   const { identity, missing, error } = r.controller;
-  if (error) lines.push(`Rights of ${identity}: ${error}`);
+  lines.push(`Rights checked for ${identity}:`);
+  if (error) lines.push(`  ${error}`);
   else if (missing.length) {
     const list = missing.map((m) => `${m.verb} ${m.group ? `${m.resource}.${m.group}` : m.resource}`).join(", ");
-    lines.push(`The controller (${identity}) lacks: ${list}`);
-  } else lines.push(`The controller (${identity}) has every right it needs.`);
+    lines.push(`  it lacks ${missing.length}: ${list}`);
+  } else lines.push("  it has every right this plan needs.");
   return lines.join("\n");
 }

@@ -39,7 +39,8 @@ interface PlanJson {
     actions: { action: string; namespace: string; kind: string; name: string; reason?: string }[];
   }[];
   summary: Record<string, number>;
-  controller: { identity: string; missingRights: unknown[] };
+  comparison: { mode: string; why: string };
+  controller?: { identity: string; missingRights: { verb: string; resource: string }[] };
 }
 
 /** A ServiceAccount bound to cluster-admin for the plan, so that its requests are told apart in the audit log. */
@@ -61,21 +62,28 @@ async function plan(kubeconfig: string, cfgNs: string, args: string[], files: un
     await Deno.writeTextFile(f, docs.map((d) => JSON.stringify(d)).join("\n---\n"));
     fileArgs.push("-f", f);
   }
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      ...shippedFlags(),
-      join(repoRoot, "main.ts"),
-      "plan",
-      "--kubeconfig",
-      kubeconfig,
-      ...fileArgs,
-      ...args,
-    ],
-    env: { WATCH_NAMESPACE: cfgNs },
+  return await planProcess(["--kubeconfig", kubeconfig, ...fileArgs, ...args], { WATCH_NAMESPACE: cfgNs });
+}
+
+/** `espejo plan` as shipped, with `env` and no other variable than Deno's own, and `stdin`, if any. */
+async function planProcess(args: string[], env: Record<string, string>, stdin?: string): Promise<PlanRun> {
+  const denos = Object.fromEntries(
+    ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((k) => (Deno.env.get(k) ? [[k, Deno.env.get(k)!]] : [])),
+  );
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...shippedFlags(), join(repoRoot, "main.ts"), "plan", ...args],
+    env: { ...denos, ...env },
+    clearEnv: true,
+    stdin: stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(stdin));
+    await w.close();
+  }
+  const out = await child.output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
@@ -111,13 +119,19 @@ Deno.test("espejo plan lists exactly the creates the controller then performs, a
   assert.deepEqual(actions.filter((a) => a.action === "delete").map((a) => `${a.namespace}/${a.name}`), [
     `${prefix}-b/old`,
   ]);
-  // Reads only: lists and gets, and the (unstored) reviews of the controller's rights.
+  // Its identity may write: the creates were dry-run, and that is said.
+  assert.equal(report.comparison.mode, "server-dry-run");
+  assert.equal(report.comparison.why, `as ${username}`);
+  assert.equal(report.controller, undefined, "the rights check is off unless asked for");
+  // Reads only: lists and gets, dry runs, and the (unstored) reviews of who it is and what it may do.
   const byPlan = (await auditEvents(c)).filter((e) =>
     e.user.username === username && e.requestReceivedTimestamp >= since
   );
   assert.ok(byPlan.length > 0);
+  const reviews = ["selfsubjectreviews", "selfsubjectaccessreviews"];
   const writes = byPlan.filter((e) =>
-    !["get", "list"].includes(e.verb) && e.objectRef?.resource !== "subjectaccessreviews"
+    !["get", "list"].includes(e.verb) && !reviews.includes(e.objectRef?.resource ?? "") &&
+    !e.requestURI.includes("dryRun=All")
   );
   assert.deepEqual(writes.map((e) => `${e.verb} ${e.requestURI}`), []);
 
@@ -228,21 +242,24 @@ Deno.test(
         namespaceSelector: { matchNames: [ns] },
         syncItems: [cm("x", { forbidden: "1" })],
       });
-      const plain = await plan(kubeconfig, cfgNs, ["--output", "json"], [[sc]]);
-      assert.equal(plain.code, 2, plain.stderr);
-      const dry = await plan(kubeconfig, cfgNs, ["--output", "json", "--server-dry-run"], [[sc]]);
-      assert.equal(dry.code, 1, dry.stderr);
-      const [action] = (JSON.parse(dry.stdout) as PlanJson).syncConfigs[0].actions;
-      assert.equal(action.action, "fail");
-      assert.match(action.reason ?? "", /would reject the create: .*no forbidden key/);
+      const rules = await plan(kubeconfig, cfgNs, ["--output", "json", "--server-dry-run=false"], [[sc]]);
+      assert.equal(rules.code, 2, rules.stderr);
+      // A dry run is the default where the identity may make it, and --server-dry-run forces it.
+      for (const flags of [[], ["--server-dry-run"], ["--server-dry-run=true"]]) {
+        const dry = await plan(kubeconfig, cfgNs, ["--output", "json", ...flags], [[sc]]);
+        assert.equal(dry.code, 1, dry.stderr);
+        const [action] = (JSON.parse(dry.stdout) as PlanJson).syncConfigs[0].actions;
+        assert.equal(action.action, "fail");
+        assert.match(action.reason ?? "", /would reject the create: .*no forbidden key/);
+      }
 
       const invalid = syncConfig(cfgNs, "bad", { namespaceSelector: { matchNames: ["("] }, syncItems: [cm("x")] });
       const text = await plan(kubeconfig, cfgNs, [], [[invalid]]);
       assert.equal(text.code, 1);
       assert.match(text.stdout, new RegExp(`SyncConfig ${cfgNs}/bad .*: Invalid: .*matchNames`));
-      const notYaml = await plan(kubeconfig, cfgNs, [], [[{ kind: "ConfigMap" }]]);
-      assert.equal(notYaml.code, 1);
-      assert.match(notYaml.stderr, /document 1 is not a SyncConfig/);
+      const notManifest = await plan(kubeconfig, cfgNs, [], [[sc, { kind: "ConfigMap" }]]);
+      assert.equal(notManifest.code, 1);
+      assert.match(notManifest.stderr, /^espejo plan: error: .*\.json: document 2 has no apiVersion$/m);
     } finally {
       await admin.request({
         method: "DELETE",
@@ -418,8 +435,8 @@ Deno.test(
           { apiVersion: "v1", kind: "Secret", metadata: { name: "bare" }, type: "Opaque" },
         ],
       });
-      const text = await plan(kubeconfig, cfgNs, [], [[sc]]);
-      const json = await plan(kubeconfig, cfgNs, ["--output", "json"], [[sc]]);
+      const text = await plan(kubeconfig, cfgNs, ["--server-dry-run=false"], [[sc]]);
+      const json = await plan(kubeconfig, cfgNs, ["--server-dry-run=false", "--output", "json"], [[sc]]);
       const dry = await plan(kubeconfig, cfgNs, ["--server-dry-run"], [[sc]]);
       const dryJson = await plan(kubeconfig, cfgNs, ["--server-dry-run", "--output", "json"], [[sc]]);
       assert.equal(text.code, 2, text.stderr);
@@ -458,3 +475,256 @@ Deno.test(
     }
   },
 );
+
+/** A kubeconfig for `identity` whose current context sets `namespace`, as `kubectl config set-context --namespace`. */
+async function kubeconfigWithNamespace(c: TestCluster, identity: { username: string; token: string }, ns: string) {
+  const file = await Deno.makeTempFile({ suffix: ".yaml" });
+  const yaml = kubeconfigYaml(c.server, c.caPem, identity).replace(
+    "    cluster: testenv\n",
+    `    cluster: testenv\n    namespace: ${ns}\n`,
+  );
+  assert.ok(yaml.includes(`namespace: ${ns}`));
+  await Deno.writeTextFile(file, yaml);
+  return file;
+}
+
+const names = (run: PlanRun) => (JSON.parse(run.stdout) as PlanJson).syncConfigs.map((s) => s.syncConfig).sort();
+
+Deno.test(
+  "espejo plan on a converged cluster: no change and exit 0 for every kind the controller syncs, by dry run and by rules",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const namespaces = [uniqueName("plan-ca"), uniqueName("plan-cb")];
+    for (const ns of namespaces) await createNamespace(admin, ns);
+    const rbac = "rbac.authorization.k8s.io";
+    const items = [
+      cm("settings"),
+      // No type: the server stores Opaque.
+      { apiVersion: "v1", kind: "Secret", metadata: { name: "creds" }, data: { token: encodeBase64("t") } },
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "bot" } },
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "web" },
+        spec: { selector: { app: "w" }, ports: [{ port: 80 }] },
+      },
+      {
+        apiVersion: "v1",
+        kind: "LimitRange",
+        metadata: { name: "limits" },
+        spec: { limits: [{ type: "Container", max: { cpu: "2" }, default: { memory: "64Mi" } }] },
+      },
+      { apiVersion: "v1", kind: "ResourceQuota", metadata: { name: "quota" }, spec: { hard: { pods: "10" } } },
+      {
+        apiVersion: `${rbac}/v1`,
+        kind: "Role",
+        metadata: { name: "reader" },
+        rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"] }],
+      },
+      {
+        apiVersion: `${rbac}/v1`,
+        kind: "RoleBinding",
+        metadata: { name: "readers" },
+        roleRef: { apiGroup: rbac, kind: "Role", name: "reader" },
+        subjects: [{ kind: "User", name: "alice" }, { kind: "Group", name: "devs" }],
+      },
+      // `egress: []` is dropped by the server, which adds policyTypes.
+      {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: { name: "deny" },
+        spec: { podSelector: {}, egress: [] },
+      },
+    ];
+    const total = items.length * namespaces.length;
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    try {
+      await admin.request({
+        method: "POST",
+        path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs`,
+        body: syncConfig(cfgNs, "every-kind", { namespaceSelector: { matchNames: namespaces }, syncItems: items }),
+      });
+      await eventually(
+        async () => (await statusOf(admin, cfgNs, "every-kind")).synchronizedItemCount === total,
+        30_000,
+        `${total} items synced`,
+      );
+    } finally {
+      await ctl.stop();
+    }
+    const { kubeconfig, username } = await planner(c, admin, cfgNs);
+    // Reads everything, writes nothing: no dry run is allowed to it.
+    await admin.request({
+      method: "POST",
+      path: `/apis/${rbac}/v1/clusterroles`,
+      body: {
+        apiVersion: `${rbac}/v1`,
+        kind: "ClusterRole",
+        metadata: { name: `${cfgNs}-reader` },
+        rules: [{ apiGroups: ["*"], resources: ["*"], verbs: ["get", "list"] }],
+      },
+    });
+    const reader = await createServiceAccount(admin, cfgNs, "reader", `${cfgNs}-reader`);
+    const readerConfig = await Deno.makeTempFile({ suffix: ".yaml" });
+    await Deno.writeTextFile(readerConfig, kubeconfigYaml(c.server, c.caPem, reader));
+    try {
+      const runs: [string, string, string[], string, RegExp][] = [
+        ["by default, as one who may write", kubeconfig, [], "server-dry-run", new RegExp(`^as ${username}$`)],
+        ["forced", kubeconfig, ["--server-dry-run"], "server-dry-run", /^--server-dry-run, as /],
+        ["by rules when asked", kubeconfig, ["--server-dry-run=false"], "rules", /^--server-dry-run=false$/],
+        [
+          "by rules, as one who may not write",
+          readerConfig,
+          [],
+          "rules",
+          new RegExp(`^no rights to dry-run: ${reader.username} may not (update|create|delete) `),
+        ],
+      ];
+      for (const [name, config, flags, mode, why] of runs) {
+        const run = await plan(config, cfgNs, ["--output", "json", ...flags]);
+        assert.equal(run.code, 0, `${name}: ${run.stdout}\n${run.stderr}`);
+        const report = JSON.parse(run.stdout) as PlanJson;
+        assert.deepEqual(report.syncConfigs[0].actions, [], name);
+        assert.equal(report.summary.unchanged, total, name);
+        assert.equal(report.comparison.mode, mode, name);
+        assert.match(report.comparison.why, why, name);
+      }
+      const text = await plan(kubeconfig, cfgNs, []);
+      assert.equal(text.code, 0, text.stdout + text.stderr);
+      assert.match(text.stdout, new RegExp(`^SyncConfigs read from namespace ${cfgNs} \\(WATCH_NAMESPACE\\)\\.$`, "m"));
+      assert.match(text.stdout, new RegExp(`^Writes compared by server-side dry run \\(as ${username}\\)\\.$`, "m"));
+      assert.match(text.stdout, new RegExp(`0 failing; ${total} unchanged\\.$`, "m"));
+      const rules = await plan(readerConfig, cfgNs, []);
+      assert.match(rules.stdout, /^Writes compared by espejo's rules \(no rights to dry-run: .* may not .*\)\.$/m);
+    } finally {
+      await admin.request({ method: "DELETE", path: `/apis/${rbac}/v1/clusterroles/${cfgNs}-reader` });
+      admin.close();
+    }
+  },
+);
+
+Deno.test(
+  "espejo plan reads what kubectl apply -f reads, in the namespace kubectl would use, and only what the controller reads",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const otherNs = uniqueName("cfg-other");
+    const target = uniqueName("plan-in");
+    await createNamespace(admin, target);
+    await createNamespace(admin, otherNs);
+    const spec = { namespaceSelector: { matchNames: [target] }, syncItems: [cm("x")] };
+    const nameless = (name: string) => ({ ...syncConfig("", name, spec), metadata: { name } });
+    // In the cluster, in a namespace the controller of cfgNs does not read.
+    await admin.request({
+      method: "POST",
+      path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${otherNs}/syncconfigs`,
+      body: syncConfig(otherNs, "elsewhere", spec),
+    });
+    const identity = await createServiceAccount(admin, cfgNs, "planner", "cluster-admin");
+    const kubeconfig = await planner(c, admin, cfgNs).then((p) => p.kubeconfig);
+    const inContext = await kubeconfigWithNamespace(c, identity, cfgNs);
+    const dir = await Deno.makeTempDir({ prefix: "espejo-plan-input-" });
+    try {
+      const watched = { WATCH_NAMESPACE: cfgNs };
+      const run = (args: string[], env: Record<string, string> = watched, stdin?: string) =>
+        planProcess(["--kubeconfig", kubeconfig, "--output", "json", ...args], env, stdin);
+
+      // WATCH_NAMESPACE (or --watch-namespace) limits what is read from the cluster, as for the controller.
+      const watching = await run([]);
+      assert.equal(watching.code, 0, watching.stderr);
+      assert.ok(!names(watching).includes(`${otherNs}/elsewhere`), watching.stdout);
+      const flagged = await run(["--watch-namespace", otherNs]);
+      assert.deepEqual(names(flagged), [`${otherNs}/elsewhere`]);
+      const everywhere = await run([], {});
+      assert.ok(names(everywhere).includes(`${otherNs}/elsewhere`));
+      assert.match((JSON.parse(everywhere.stdout) as { syncConfigsFrom: string }).syncConfigsFrom, /^every namespace/);
+
+      // A v1 List, as kubectl get -o yaml prints it; its other kinds are ignored, in one line.
+      const list = join(dir, "list.json");
+      await Deno.writeTextFile(
+        list,
+        JSON.stringify({ apiVersion: "v1", kind: "List", items: [syncConfig(cfgNs, "from-list", spec), cm("aside")] }),
+      );
+      const fromList = await run(["-f", list]);
+      assert.equal(fromList.code, 2, fromList.stderr);
+      assert.deepEqual(names(fromList), [`${cfgNs}/from-list`]);
+      assert.match(fromList.stderr, /^espejo plan: ignoring 1 object\(s\) that are not SyncConfigs: ConfigMap aside /m);
+
+      // A directory: its manifests, with -R those of its subdirectories.
+      const tree = join(dir, "tree");
+      await Deno.mkdir(join(tree, "sub"), { recursive: true });
+      await Deno.writeTextFile(join(tree, "top.yaml"), JSON.stringify(syncConfig(cfgNs, "top", spec)));
+      await Deno.writeTextFile(join(tree, "sub", "deep.yml"), JSON.stringify(syncConfig(cfgNs, "deep", spec)));
+      await Deno.writeTextFile(join(tree, "README.txt"), "not: [a manifest");
+      assert.deepEqual(names(await run(["-f", tree])), [`${cfgNs}/top`]);
+      assert.deepEqual(names(await run(["-R", "-f", tree])), [`${cfgNs}/deep`, `${cfgNs}/top`]);
+
+      // Standard input, beside a file.
+      const piped = await run(["-f", "-", "-f", list], watched, JSON.stringify(syncConfig(cfgNs, "piped", spec)));
+      assert.deepEqual(names(piped), [`${cfgNs}/from-list`, `${cfgNs}/piped`]);
+
+      // No namespace in the file: the context's, else default, as kubectl; -n before both.
+      const bare = join(dir, "bare.yaml");
+      await Deno.writeTextFile(bare, JSON.stringify(nameless("bare")));
+      const byContext = await planProcess(["--kubeconfig", inContext, "-o", "json", "-f", bare], watched);
+      assert.equal(byContext.code, 2, byContext.stderr);
+      assert.deepEqual(names(byContext), [`${cfgNs}/bare`]);
+      const byDefault = await run(["-f", bare]);
+      assert.equal(byDefault.code, 1);
+      assert.match(
+        byDefault.stderr,
+        new RegExp(
+          `^espejo plan: error: .*SyncConfig default/bare is in namespace default, .*reads only ${cfgNs}`,
+          "m",
+        ),
+      );
+      assert.deepEqual(names(await run(["-n", cfgNs, "-f", bare])), [`${cfgNs}/bare`]);
+      const contradicts = await run(["-n", otherNs, "-f", list]);
+      assert.equal(contradicts.code, 1);
+      assert.match(contradicts.stderr, /does not match the namespace .* given with -n/);
+
+      // The rights check: off unless asked for; then it names whom it checked, first.
+      const quiet = await planProcess(["--kubeconfig", kubeconfig, "-f", list], watched);
+      assert.doesNotMatch(quiet.stdout, /[Rr]ights/);
+      const checked = await planProcess(["--kubeconfig", kubeconfig, "-f", list, "--check-rights"], watched);
+      assert.match(checked.stdout, /^Rights checked for system:serviceaccount:espejo-system:espejo:$/m);
+      const named = await run(["-f", list, "--check-rights", "--controller-identity", identity.username]);
+      const controller = (JSON.parse(named.stdout) as PlanJson).controller!;
+      assert.equal(controller.identity, identity.username);
+      assert.deepEqual(controller.missingRights, [], "cluster-admin lacks nothing");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      admin.close();
+    }
+  },
+);
+
+Deno.test("espejo plan: an unreachable API server is one line naming the cause, exit 1", opts, async () => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close(); // nothing listens there now: the connection is refused
+  const kubeconfig = await Deno.makeTempFile({ suffix: ".yaml" });
+  await Deno.writeTextFile(
+    kubeconfig,
+    kubeconfigYaml(`https://127.0.0.1:${port}`, "", { username: "nobody", token: "t" }).replace(
+      /^ {4}certificate-authority-data: .*\n/m,
+      "",
+    ),
+  );
+  const run = await planProcess(["--kubeconfig", kubeconfig], {});
+  assert.equal(run.code, 1, run.stdout + run.stderr);
+  assert.equal(run.stdout, "");
+  const errors = run.stderr.split("\n").filter((l) => l.includes("error"));
+  assert.equal(errors.length, 1, run.stderr);
+  assert.match(
+    errors[0],
+    new RegExp(
+      `^espejo plan: error: cannot reach the API server at https://127\\.0\\.0\\.1:${port}: .*connection refused$`,
+    ),
+  );
+});

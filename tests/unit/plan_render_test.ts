@@ -27,7 +27,13 @@ const report = (entries: PlanEntry[], invalid?: string): PlanReport => {
     selected: 1,
     entries,
   };
-  return { configs: [config], unchanged: 3, controller: { identity: "sa", missing: [] } };
+  return {
+    configs: [config],
+    unchanged: 3,
+    syncConfigsFrom: "namespace cfg (WATCH_NAMESPACE)",
+    comparison: { mode: "rules", why: "--server-dry-run=false" },
+    controller: { identity: "sa", missing: [] },
+  };
 };
 
 const cases: [string, PlanReport, number][] = [
