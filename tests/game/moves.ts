@@ -1,0 +1,262 @@
+/**
+ * The moves of the game: what a tenant with edit rights in its namespace (and, for one move, the namespace's
+ * admin) can do to the objects espejo syncs there. Each move is a function of (rng, world, target) and says in
+ * words what it did, so that a failing game's move list reads like the attack it was.
+ *
+ * A move never waits for espejo: it does its thing and returns. What espejo makes of it is the invariant's business.
+ */
+import {
+  type Actor,
+  type GameItem,
+  HASH_ANNOTATION,
+  type ItemId,
+  MANAGED_LABEL,
+  OTHER_ROLE,
+  OWNER_ANNOTATION,
+  SELECT_LABEL,
+  type World,
+} from "./world.ts";
+import { create, get, mergePatch, remove, said } from "./actions.ts";
+import type { Rng } from "./rng.ts";
+import type { KubeObject } from "../../lib/kube/objects.ts";
+
+export type Target = ItemId | "namespace";
+
+export interface Move {
+  name: string;
+  targets: readonly Target[];
+  /**
+   * The fix in PENDING_FIXES (pending_fixes.ts) this move needs against `target` to be won by espejo today, if any:
+   * a game that leaves out pending fixes leaves this move out.
+   */
+  needs?: (target: Target) => string | undefined;
+  play(rng: Rng, world: World, target: Target): Promise<string>;
+}
+
+const ALL_ITEMS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy"];
+const b64 = (s: string) => btoa(s);
+
+function itemOf(world: World, target: Target): GameItem {
+  const item = world.items.find((i) => i.id === target);
+  if (!item) throw new Error(`no item ${target}`);
+  return item;
+}
+
+/** A change of a value the item sets, as a merge patch, and its words. */
+function changeOfSetField(rng: Rng, id: ItemId): [unknown, string] {
+  const w = rng.word();
+  if (rng.chance(0.25)) {
+    return [{ metadata: { labels: { "game.example/policy": w } } }, `label game.example/policy=${w}`];
+  }
+  switch (id) {
+    case "configmap":
+      return [{ data: { mode: w } }, `data.mode=${w}`];
+    case "secret":
+      return [{ data: { token: b64(w) } }, `data.token=base64(${w})`];
+    case "rolebinding":
+      return [
+        { subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: w }] },
+        `subjects=[Group ${w}]`,
+      ];
+    case "networkpolicy":
+      return [{ spec: { podSelector: { matchLabels: { app: w } } } }, `spec.podSelector={app: ${w}}`];
+  }
+}
+
+/** An addition of a field the item does not set. */
+function additionOfUnsetField(rng: Rng, id: ItemId): [unknown, string] {
+  const w = rng.word();
+  if (rng.chance(0.4)) return [{ metadata: { annotations: { "tenant.example/note": w } } }, `annotation note=${w}`];
+  switch (id) {
+    case "configmap":
+      return [{ data: { [`extra-${w}`]: w } }, `data.extra-${w}`];
+    case "secret":
+      return [{ data: { [`extra-${w}`]: b64(w) } }, `data.extra-${w}`];
+    case "rolebinding":
+      return [{ metadata: { labels: { "tenant.example/team": w } } }, `label tenant.example/team=${w}`];
+    case "networkpolicy":
+      return [{ spec: { egress: [{ to: [{ ipBlock: { cidr: "0.0.0.0/0" } }] }] } }, "spec.egress=[allow all]"];
+  }
+}
+
+/** A removal of a field the item sets. */
+function removalOfSetField(rng: Rng, id: ItemId): [unknown, string] {
+  if (rng.chance(0.25)) return [{ metadata: { labels: { "game.example/policy": null } } }, "label game.example/policy"];
+  switch (id) {
+    case "configmap":
+      return [{ data: { "limits.yaml": null } }, "data.limits.yaml"];
+    case "secret":
+      return [{ data: { token: null } }, "data.token"];
+    case "rolebinding":
+      return [{ subjects: null }, "subjects"];
+    case "networkpolicy":
+      return [{ spec: { ingress: null } }, "spec.ingress"];
+  }
+}
+
+async function patchItem(world: World, item: GameItem, body: unknown, words: string): Promise<string> {
+  return `${item.id}: ${words}: ${said(await mergePatch(world.tenant, item.path, body))}`;
+}
+
+/** The tenant's own object of the same kind with another field that cannot be updated (Secret type, roleRef). */
+function recreated(item: GameItem, old: KubeObject | undefined, keepMarkers: boolean): KubeObject {
+  const t = structuredClone(item.template);
+  const metadata: KubeObject["metadata"] = { name: item.name, labels: { ...t.metadata?.labels } };
+  if (keepMarkers && old?.metadata) {
+    metadata.labels = { ...old.metadata.labels };
+    metadata.annotations = { ...old.metadata.annotations };
+  }
+  if (item.id === "secret") return { ...t, metadata, type: "game.example/other" };
+  return { ...t, metadata, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: OTHER_ROLE } };
+}
+
+async function relabel(actor: Actor, world: World, on: boolean): Promise<string> {
+  const value = on ? world.gameId : null;
+  const outcome = await mergePatch(actor, `/api/v1/namespaces/${world.ns}`, {
+    metadata: { labels: { [SELECT_LABEL]: value } },
+  });
+  if (outcome.ok) world.selected = on;
+  return `${on ? "on" : "off"} ${outcome.ok ? "" : said(outcome)}`.trim();
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const MOVES: readonly Move[] = [
+  {
+    name: "patch-set-field",
+    targets: ALL_ITEMS,
+    play: (rng, w, t) => patchItem(w, itemOf(w, t), ...changeOfSetField(rng, t as ItemId)),
+  },
+  {
+    name: "patch-unset-field",
+    targets: ALL_ITEMS,
+    play: (rng, w, t) => patchItem(w, itemOf(w, t), ...additionOfUnsetField(rng, t as ItemId)),
+  },
+  {
+    name: "remove-field",
+    targets: ALL_ITEMS,
+    play: (rng, w, t) => patchItem(w, itemOf(w, t), ...removalOfSetField(rng, t as ItemId)),
+  },
+  {
+    name: "immutable",
+    targets: ["configmap", "secret"],
+    needs: () => "immutable",
+    play: (rng, w, t) => {
+      const v = rng.word();
+      const data = t === "secret" ? { token: b64(v) } : { mode: v };
+      return patchItem(w, itemOf(w, t), { immutable: true, data }, `immutable: true with new data (${v})`);
+    },
+  },
+  {
+    name: "finalizer",
+    targets: ALL_ITEMS,
+    play: (_rng, w, t) =>
+      patchItem(w, itemOf(w, t), { metadata: { finalizers: ["game.example/hold"] } }, "finalizer game.example/hold"),
+  },
+  {
+    name: "owner-reference",
+    targets: ALL_ITEMS,
+    play: async (rng, w, t) => {
+      const item = itemOf(w, t);
+      const name = `tenant-owner-${rng.word()}`;
+      const owner = await create(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps`, {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name },
+      });
+      if (!owner.ok || !owner.object) return `${t}: create owner ConfigMap ${name}: ${said(owner)}`;
+      const ref = { apiVersion: "v1", kind: "ConfigMap", name, uid: owner.object.metadata!.uid };
+      const patched = await mergePatch(w.tenant, item.path, { metadata: { ownerReferences: [ref] } });
+      // Deleting the owner lets the garbage collector delete the synced object (in the background).
+      const dropOwner = rng.chance(0.5);
+      if (dropOwner) await remove(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps/${name}`);
+      return `${t}: ownerReference to ConfigMap ${name}: ${said(patched)}${dropOwner ? ", owner deleted" : ""}`;
+    },
+  },
+  {
+    name: "delete",
+    targets: ALL_ITEMS,
+    play: async (_rng, w, t) => `${t}: delete: ${said(await remove(w.tenant, itemOf(w, t).path))}`,
+  },
+  {
+    name: "recreate-other",
+    targets: ["secret", "rolebinding"],
+    needs: (t) => t === "secret" ? "secret-type-recreate" : "roleRef-recreate",
+    play: async (rng, w, t) => {
+      const item = itemOf(w, t);
+      const old = await get(w.tenant, item.path);
+      const keepMarkers = rng.chance(0.5);
+      const deleted = await remove(w.tenant, item.path);
+      // The tenant retries its create while the old object is still going (a few tries, as kubectl users do).
+      let made = await create(w.tenant, item.collection, recreated(item, old, keepMarkers));
+      for (let i = 0; i < 10 && !made.ok; i++) {
+        await pause(200);
+        made = await create(w.tenant, item.collection, recreated(item, old, keepMarkers));
+      }
+      const what = t === "secret" ? "type game.example/other" : `roleRef ClusterRole ${OTHER_ROLE}`;
+      return `${t}: delete (${said(deleted)}), create with ${what}${keepMarkers ? " and espejo's markers" : ""}: ${
+        said(made)
+      }`;
+    },
+  },
+  {
+    name: "strip-markers",
+    targets: ALL_ITEMS,
+    play: (rng, w, t) => {
+      const strip = [MANAGED_LABEL, OWNER_ANNOTATION, HASH_ANNOTATION].filter(() => rng.chance(0.6));
+      if (strip.length === 0) strip.push(rng.pick([MANAGED_LABEL, OWNER_ANNOTATION, HASH_ANNOTATION]));
+      const labels = strip.includes(MANAGED_LABEL) ? { [MANAGED_LABEL]: null } : undefined;
+      const annotations = Object.fromEntries(strip.filter((k) => k !== MANAGED_LABEL).map((k) => [k, null]));
+      return patchItem(w, itemOf(w, t), { metadata: { labels, annotations } }, `strip ${strip.join(", ")}`);
+    },
+  },
+  {
+    name: "spoof-owner",
+    targets: ALL_ITEMS,
+    play: (_rng, w, t) => {
+      const item = itemOf(w, t);
+      const other = w.configs.find((c) => c !== item.config)!;
+      return patchItem(w, item, { metadata: { annotations: { [OWNER_ANNOTATION]: other.key } } }, `owner=${other.key}`);
+    },
+  },
+  {
+    name: "huge-annotation",
+    targets: ALL_ITEMS,
+    play: (rng, w, t) => {
+      const kb = rng.int(150, 250);
+      const body = { metadata: { annotations: { "tenant.example/blob": "x".repeat(kb * 1000) } } };
+      return patchItem(w, itemOf(w, t), body, `annotation of ${kb} KB`);
+    },
+  },
+  {
+    name: "burst",
+    targets: ALL_ITEMS,
+    play: async (rng, w, t) => {
+      const item = itemOf(w, t);
+      const n = rng.int(20, 50);
+      const patches = Array.from({ length: n }, () => changeOfSetField(rng, t as ItemId)[0]);
+      const outcomes = await Promise.all(patches.map((p) => mergePatch(w.tenant, item.path, p)));
+      return `${t}: burst of ${n} parallel patches: ${outcomes.filter((o) => o.ok).length} done`;
+    },
+  },
+  {
+    name: "relabel",
+    targets: ["namespace"],
+    play: async (rng, w) => {
+      const pattern = rng.pick(["off", "on", "off-on", "flap"] as const);
+      if (pattern === "off" || pattern === "on") return `namespace: ${await relabel(w.nsAdmin, w, pattern === "on")}`;
+      if (pattern === "off-on") {
+        const a = await relabel(w.nsAdmin, w, false);
+        await pause(rng.int(0, 2 * w.intervalMs));
+        return `namespace: ${a}, then ${await relabel(w.nsAdmin, w, true)}`;
+      }
+      const flips = rng.int(4, 20);
+      const every = rng.int(50, 300);
+      for (let i = 0; i < flips; i++) {
+        await relabel(w.nsAdmin, w, !w.selected);
+        await pause(every);
+      }
+      return `namespace: flapped ${flips} times every ${every} ms, ends ${w.selected ? "on" : "off"}`;
+    },
+  },
+];
