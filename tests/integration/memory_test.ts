@@ -221,7 +221,7 @@ for (const t of CASES) {
 }
 
 Deno.test(
-  "A synced object a tenant makes large is read once to be judged, restored, and its content not kept",
+  "Caches fill from WatchLists; a synced object a tenant makes large is read once to be judged, restored, not kept",
   opts,
   async () => {
     const c = await testCluster();
@@ -232,12 +232,16 @@ Deno.test(
     const path = `/api/v1/namespaces/${target}/configmaps/restored`;
     let ctl: RunningController | undefined;
     try {
+      const started = auditNow();
       ctl = await startController(c, { watchNamespace: cfgNs });
       await createSyncConfig(admin, cfgNs, "large", {
         namespaceSelector: { matchNames: [target] },
         syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "restored" }, data: { a: "b" } }],
       });
       await eventually(() => getObject(admin, path), 20_000, "synced");
+      // Every cache filled from a WatchList (the test API server serves them): not one list request.
+      const lists = (await requestsBy(c, ctl.identity, started)).filter((e) => e.verb === "list");
+      assert.deepEqual(lists.map((e) => e.requestURI), [], "no list");
       const since = auditNow();
       await admin.request({
         method: "PATCH",
