@@ -22,6 +22,7 @@ import {
   WatchListUnserved,
 } from "./initial_state.ts";
 import { listEach } from "./list.ts";
+import { isAtLeast, isOlder } from "./resource_version.ts";
 
 export { objectKey };
 
@@ -287,16 +288,3 @@ export class Reflector<T> {
 }
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-/**
- * Orders two resourceVersions: negative when `a` is older. They are integers in every API server that exists, but
- * opaque by contract: undefined unless both parse as such.
- */
-function compareVersions(a: string, b: string): number | undefined {
-  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
-  const d = BigInt(a) - BigInt(b);
-  return d < 0n ? -1 : d > 0n ? 1 : 0;
-}
-
-const isOlder = (rv: string, than: string) => (compareVersions(rv, than) ?? 0) < 0;
-const isAtLeast = (rv: string, than: string) => (compareVersions(rv, than) ?? -1) >= 0;
