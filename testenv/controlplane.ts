@@ -117,6 +117,8 @@ export class ControlPlane {
       `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
       `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
       "--unsafe-no-fsync=true",
+      // The memory tests keep up to 400 objects of 900 KiB (360 MB, with their history); the default quota is 2 GB.
+      "--quota-backend-bytes=8589934592",
       "--log-level=warn",
     ]);
     await this.#waitFor(this.#etcd, async () => {

@@ -9,6 +9,8 @@
  */
 import { asConnectionError } from "./connection_error.ts";
 import { apiErrorFrom } from "./errors.ts";
+import { JsonItemSplitter } from "./json_items.ts";
+import { LineSplitter } from "./json_lines.ts";
 import { TokenBucket } from "./rate_limiter.ts";
 import type { Transport, TransportOptions } from "./transport.ts";
 import { fetchTransport } from "./transport_fetch.ts";
@@ -43,10 +45,22 @@ export interface WatchEvent {
   object: Record<string, unknown>;
 }
 
+/** A list reply without its items: `metadata` carries `resourceVersion` and `continue`. */
+export interface ListRest {
+  metadata?: { resourceVersion?: string; continue?: string };
+  [field: string]: unknown;
+}
+
 /** What the controller needs from an API server: requests and watch streams. */
 export interface KubeClient {
   /** Sends one request; resolves with the decoded JSON body, rejects with an `ApiError` on a non-2xx reply. */
   request<T = unknown>(req: KubeRequest): Promise<T>;
+  /**
+   * Sends a GET of a collection (one page) and hands each element of its `items` to `onItem`, decoded, as soon as
+   * it has arrived whole; resolves with the rest of the list. Holds one item at a time, never the page. Optional:
+   * a client without it is read with {@link KubeClient.request} (see `listPage` in list.ts), which holds the page.
+   */
+  listPage?(req: KubeRequest, onItem: (item: unknown) => void): Promise<ListRest>;
   /** Opens a watch and yields its events until the server closes the stream or `signal` aborts. */
   watch(path: string, query: KubeRequest["query"], signal: AbortSignal, accept?: string): AsyncIterable<WatchEvent>;
 }
@@ -87,12 +101,30 @@ export class HttpKubeClient implements KubeClient {
     this.#transport.close();
   }
 
+  /** Sends one request (see {@link #exchange} for throttling and timeouts). */
+  request<T = unknown>(req: KubeRequest): Promise<T> {
+    return this.#exchange(req, async (res) => {
+      const text = await res.text();
+      return (text ? JSON.parse(text) : undefined) as T;
+    });
+  }
+
+  listPage(req: KubeRequest, onItem: (item: unknown) => void): Promise<ListRest> {
+    return this.#exchange(req, async (res) => {
+      const splitter = new JsonItemSplitter((json) => onItem(JSON.parse(json)));
+      if (!res.body) return {};
+      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) splitter.push(chunk);
+      return splitter.end() as ListRest;
+    });
+  }
+
   /**
-   * Sends one request. A 429, or a 5xx that carries `Retry-After`, means the server did not process it: it is sent
-   * again after the advised delay (at most {@link MAX_THROTTLE_RETRIES} times, each wait capped at 10 s), as
-   * client-go does. Other failures are the caller's to classify.
+   * Sends one request and reads a 2xx reply with `read`, within the request's timeout. A 429, or a 5xx that carries
+   * `Retry-After`, means the server did not process it: it is sent again after the advised delay (at most
+   * {@link MAX_THROTTLE_RETRIES} times, each wait capped at 10 s), as client-go does. Other failures are the
+   * caller's to classify.
    */
-  async request<T = unknown>(req: KubeRequest): Promise<T> {
+  async #exchange<T>(req: KubeRequest, read: (res: Response) => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
       await this.#limiter.take(req.signal, req.urgent);
       // A timer cleared when the reply is in, not AbortSignal.timeout(): that signal lives until its timer fires,
@@ -111,11 +143,11 @@ export class HttpKubeClient implements KubeClient {
           signal,
           watch: false,
         });
+        if (res.ok) return await read(res);
         text = await res.text();
       } finally {
         clearTimeout(timer);
       }
-      if (res.ok) return (text ? JSON.parse(text) : undefined) as T;
       const error = apiErrorFrom(res.status, text, res.headers.get("retry-after"));
       const throttled = res.status === 429 || (res.status >= 500 && error.retryAfterSeconds !== undefined);
       if (!throttled || attempt >= MAX_THROTTLE_RETRIES) throw error;
@@ -134,19 +166,13 @@ export class HttpKubeClient implements KubeClient {
     const res = await this.#fetch("GET", path, { ...query, watch: true }, { accept, signal, watch: true });
     if (!res.ok) throw apiErrorFrom(res.status, await res.text(), res.headers.get("retry-after"));
     if (!res.body) return;
-    let buffered = "";
+    const lines = new LineSplitter();
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     try {
       for (;;) {
         const { value, done } = await reader.read();
-        if (done) return;
-        buffered += value;
-        let newline: number;
-        while ((newline = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, newline).trim();
-          buffered = buffered.slice(newline + 1);
-          if (line) yield JSON.parse(line) as WatchEvent;
-        }
+        if (done) return; // an unfinished last line is an event cut off: the watch resumes before it
+        for (const line of lines.push(value)) yield JSON.parse(line) as WatchEvent;
       }
     } finally {
       await reader.cancel().catch(() => {});

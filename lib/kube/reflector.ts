@@ -1,7 +1,8 @@
 /**
- * An informer-style cache of one resource: list (paged), then watch from the list's resourceVersion with bookmarks,
- * resume after a dropped watch, relist after 410 Gone, back off with jitter after errors. It never stops on its
- * own; {@link Reflector.synced} resolves once the first list is in the store.
+ * An informer-style cache of one resource: the initial state (a WatchList, or paged lists where the server does not
+ * serve one; see initial_state.ts), then watch from its resourceVersion with bookmarks, resume after a dropped
+ * watch, start over after 410 Gone, back off with jitter after errors. It never stops on its own;
+ * {@link Reflector.synced} resolves once the initial state is in the store.
  *
  * Handlers are told about changes only: after a relist, objects whose resourceVersion did not change are not
  * reported, so a relist causes no work downstream.
@@ -10,6 +11,20 @@ import type { KubeClient, WatchEvent } from "./client.ts";
 import { ApiError, isGone } from "./errors.ts";
 import { asKubeObject, type KubeObject } from "./objects.ts";
 import { HEALTHY_WATCH_MS, nextRound, type Round, sleep } from "./backoff.ts";
+import {
+  type Cached,
+  endsInitialEvents,
+  InitialState,
+  objectKey,
+  refusesWatchList,
+  sameObject,
+  WATCH_LIST_QUERY,
+  WatchListUnserved,
+} from "./initial_state.ts";
+import { listEach } from "./list.ts";
+import { isAtLeast, isOlder } from "./resource_version.ts";
+
+export { objectKey };
 
 export type ChangeType = "added" | "modified" | "deleted";
 /** `key` is `namespace/name` (or `name` for cluster-scoped objects). */
@@ -23,33 +38,29 @@ export interface ReflectorOptions<T> {
   metadataOnly?: boolean;
   /**
    * Turns a raw object into what is cached (drop what is not needed); undefined skips the object. `previous` is the
-   * cached value of the same object (same uid), if any, so that what was learnt about it can carry over.
+   * cached value of the same object (same uid), if any, so that what was learnt about it can carry over. `reply`
+   * is set for an object given to {@link Reflector.upsert} (one the caller holds and deals with at once), unset for
+   * one that came from a list or watch.
    */
-  decode: (raw: KubeObject, previous: T | undefined) => T | undefined;
+  decode: (raw: KubeObject, previous: T | undefined, reply?: boolean) => T | undefined;
   onChange?: ChangeHandler<T>;
   /** Told about list/watch failures and restarts (for logs and metrics). */
   onError?: (error: unknown, willRetryInMs: number) => void;
   onWatchRestart?: (reason: string) => void;
+  /** Objects a page when the server serves no WatchList. Default 100 (each page is read item by item anyway). */
   pageSize?: number;
   /** A watch with no event (bookmarks included) for this long is restarted. Default 150 s. */
   idleTimeoutMs?: number;
 }
 
-interface Cached<T> {
-  value: T;
-  resourceVersion: string;
-  uid?: string;
-}
-
 const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-
-export const objectKey = (o: KubeObject): string =>
-  o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : `${o.metadata?.name}`;
 
 export class Reflector<T> {
   readonly #store = new Map<string, Cached<T>>();
   #resourceVersion = "";
+  /** Until the server shows that it does not serve WatchList (then paged lists, for the life of this reflector). */
+  #watchList = true;
   /** Events (bookmarks included) the current watch delivered: a watch that delivered any was healthy. */
   #watchEvents = 0;
   #stop?: AbortSignal;
@@ -110,7 +121,7 @@ export class Reflector<T> {
     if (old && isOlder(rv, old.resourceVersion)) return;
     // Not in the store although the watch has passed this version: it was deleted (or lost our label) since.
     if (!old && isAtLeast(this.#resourceVersion, rv)) return;
-    const value = this.opts.decode(raw, sameObject(old, raw));
+    const value = this.opts.decode(raw, sameObject(old, raw), true);
     if (value !== undefined) this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
   }
 
@@ -136,8 +147,9 @@ export class Reflector<T> {
         watchStarted > 0 && (this.#watchEvents > 0 || performance.now() - watchStarted >= HEALTHY_WATCH_MS);
       let round: Round;
       let error: unknown;
+      const watchList = !this.#resourceVersion && this.#watchList;
       try {
-        if (!this.#resourceVersion) {
+        if (!this.#resourceVersion && !watchList) {
           await this.#list(signal);
           this.lastError = undefined;
         }
@@ -147,6 +159,11 @@ export class Reflector<T> {
         round = { healthy: healthy(), ended: "closed" };
       } catch (e) {
         if (signal.aborted) return;
+        if (watchList && refusesWatchList(e)) {
+          this.#watchList = false; // once: the next round lists
+          this.opts.onWatchRestart?.(`the server does not serve WatchList (${errorText(e)}), listing instead`);
+          continue;
+        }
         if (isGone(e)) {
           this.#resourceVersion = ""; // too old: relist, then resume watching
           this.opts.onWatchRestart?.("resourceVersion expired (410 Gone), relisting");
@@ -165,53 +182,24 @@ export class Reflector<T> {
   }
 
   async #list(signal: AbortSignal): Promise<void> {
-    const seen = new Map<string, Cached<T>>();
-    let continueToken: string | undefined;
-    let rv = "";
-    do {
-      const page = await this.client.request<
-        { metadata: { resourceVersion: string; continue?: string }; items: KubeObject[] }
-      >({
-        method: "GET",
+    const state = new InitialState(this.#store, this.opts.decode);
+    const rv = await listEach(
+      this.client,
+      {
         path: this.opts.path,
-        query: { labelSelector: this.opts.labelSelector, limit: this.opts.pageSize ?? 500, continue: continueToken },
+        query: { labelSelector: this.opts.labelSelector },
         accept: this.opts.metadataOnly ? METADATA_LIST : undefined,
         signal,
-      });
-      for (const raw of page.items ?? []) {
-        const old = this.#store.get(objectKey(raw));
-        // Unchanged since the last list: keep what was learnt about it (a verdict instead of content).
-        if (old && old.uid === raw.metadata?.uid && old.resourceVersion === raw.metadata?.resourceVersion) {
-          seen.set(objectKey(raw), old);
-          continue;
-        }
-        const value = this.opts.decode(raw, sameObject(old, raw));
-        if (value !== undefined) {
-          seen.set(objectKey(raw), {
-            value,
-            resourceVersion: raw.metadata?.resourceVersion ?? "",
-            uid: raw.metadata?.uid,
-          });
-        }
-      }
-      continueToken = page.metadata?.continue || undefined;
-      rv = page.metadata?.resourceVersion ?? rv;
-    } while (continueToken);
-    // Replace the store, telling handlers only what really changed since the last list.
-    for (const [key, old] of this.#store) {
-      if (!seen.has(key)) {
-        this.#store.delete(key);
-        this.opts.onChange?.("deleted", old.value, old.value, key);
-      }
-    }
-    for (const [key, next] of seen) {
-      const old = this.#store.get(key);
-      this.#store.set(key, next);
-      if (!old) this.opts.onChange?.("added", next.value, undefined, key);
-      else if (old.resourceVersion !== next.resourceVersion) {
-        this.opts.onChange?.("modified", next.value, old.value, key);
-      }
-    }
+      },
+      this.opts.pageSize ?? 100,
+      (raw) => state.add(raw),
+    );
+    this.#filled(state, rv);
+  }
+
+  /** The initial state is complete at `rv`: it replaces the store. */
+  #filled(state: InitialState<T>, rv: string): void {
+    state.commit(this.opts.onChange);
     this.#resourceVersion = rv;
     if (!this.#synced) {
       this.#synced = true;
@@ -219,7 +207,10 @@ export class Reflector<T> {
     }
   }
 
-  /** Watches until the server ends the stream, counting events in {@link Reflector.#watchEvents}. */
+  /**
+   * Watches until the server ends the stream, counting events in {@link Reflector.#watchEvents}. Without a
+   * resourceVersion it is a WatchList: its initial events fill the store first.
+   */
   async #watch(signal: AbortSignal): Promise<void> {
     // The server ends a watch after timeoutSeconds; a random length spreads reconnects like client-go does.
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
@@ -229,14 +220,16 @@ export class Reflector<T> {
     const idle = new AbortController();
     let timer = setTimeout(() => idle.abort(), idleMs);
     try {
+      let initial = this.#resourceVersion ? undefined : new InitialState(this.#store, this.opts.decode);
+      const query = initial ? { labelSelector: this.opts.labelSelector, ...WATCH_LIST_QUERY, timeoutSeconds } : {
+        labelSelector: this.opts.labelSelector,
+        resourceVersion: this.#resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      };
       const events = this.client.watch(
         this.opts.path,
-        {
-          labelSelector: this.opts.labelSelector,
-          resourceVersion: this.#resourceVersion,
-          allowWatchBookmarks: true,
-          timeoutSeconds,
-        },
+        query,
         AbortSignal.any([signal, idle.signal]),
         this.opts.metadataOnly ? METADATA_WATCH : undefined,
       );
@@ -245,8 +238,16 @@ export class Reflector<T> {
         timer = setTimeout(() => idle.abort(), idleMs);
         this.#watchEvents++;
         this.lastError = undefined; // bookmarks included: the watch is alive
-        this.#apply(ev);
+        if (!initial || ev.type === "ERROR") this.#apply(ev);
+        else if (endsInitialEvents(ev)) {
+          this.#filled(initial, (ev.object as KubeObject).metadata?.resourceVersion ?? "");
+          initial = undefined;
+        } else if (ev.type === "BOOKMARK") {
+          throw new WatchListUnserved("a bookmark came before the initial events ended");
+        } else if (ev.type === "DELETED") initial.remove(ev.object as KubeObject);
+        else initial.add(ev.object as KubeObject);
       }
+      if (initial) throw new WatchListUnserved("the watch ended before its initial events did");
     } catch (e) {
       if (!idle.signal.aborted || signal.aborted) throw e;
       this.opts.onWatchRestart?.(`no event or bookmark for ${idleMs / 1000}s, reconnecting`);
@@ -286,19 +287,4 @@ export class Reflector<T> {
   }
 }
 
-function sameObject<T>(cached: Cached<T> | undefined, raw: KubeObject): T | undefined {
-  return cached && cached.uid === raw.metadata?.uid ? cached.value : undefined;
-}
-
-/**
- * Orders two resourceVersions: negative when `a` is older. They are integers in every API server that exists, but
- * opaque by contract: undefined unless both parse as such.
- */
-function compareVersions(a: string, b: string): number | undefined {
-  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return undefined;
-  const d = BigInt(a) - BigInt(b);
-  return d < 0n ? -1 : d > 0n ? 1 : 0;
-}
-
-const isOlder = (rv: string, than: string) => (compareVersions(rv, than) ?? 0) < 0;
-const isAtLeast = (rv: string, than: string) => (compareVersions(rv, than) ?? -1) >= 0;
+const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e));

@@ -35,8 +35,13 @@ export interface CachedObject {
   ownerReferences?: unknown[];
   /** The object as JSON; undefined once judged, and never kept for an object no item names. */
   json?: string;
-  /** Set when the content was not kept because no item named the object: it must be read before it is judged. */
+  /**
+   * Set when the content was not kept, because no item named the object or because it is {@link large}: it must be
+   * read before it is judged.
+   */
   contentless?: true;
+  /** Set when the content was not kept for its size ({@link MAX_KEPT_CONTENT}) although an item names the object. */
+  large?: true;
   /** Set when this resourceVersion is in sync with the desired object of {@link baseline}. */
   inSync?: true;
   /**
@@ -55,6 +60,14 @@ export interface CachedObject {
 export interface ExistingObject {
   uid: string;
 }
+
+/**
+ * The largest object (JSON without managedFields, in characters) whose content a list or watch event leaves in the
+ * cache until it is judged. A larger one is kept without content and read (one GET) when it is judged, once per
+ * resourceVersion: 400 objects of 1 MiB cost 400 GETs after a restart, not 400 MiB. Typical synced objects
+ * (policies, bindings, quotas) are 1-5 KiB; a CA bundle synced everywhere is the common large one.
+ */
+export const MAX_KEPT_CONTENT = 64 * 1024;
 
 /** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
 const MAX_HASH = 64;
@@ -75,10 +88,16 @@ const intern = (owner: string | undefined) => {
 
 /**
  * Keeps what drift detection needs: the markers (bounded), the live ownerReferences and, for an object an item
- * names (`wanted`), its content until it is judged. The baseline of `previous` carries over to a later version of
- * the same object.
+ * names (`wanted`), its content until it is judged — unless it came from a cache's list or watch (`streamed`, where
+ * thousands may wait to be judged) and is larger than {@link MAX_KEPT_CONTENT}. The baseline of `previous` carries over to a later
+ * version of the same object.
  */
-export function decodeManaged(raw: KubeObject, previous: CachedObject | undefined, wanted = true): CachedObject {
+export function decodeManaged(
+  raw: KubeObject,
+  previous: CachedObject | undefined,
+  wanted = true,
+  streamed = false,
+): CachedObject {
   const { managedFields, ...metadata } = raw.metadata ?? {};
   const uid = metadata.uid ?? "";
   const entry: CachedObject = {
@@ -94,10 +113,16 @@ export function decodeManaged(raw: KubeObject, previous: CachedObject | undefine
     entry.contentless = true;
     return entry;
   }
+  const json = JSON.stringify({ ...raw, metadata });
+  if (streamed && json.length > MAX_KEPT_CONTENT) {
+    entry.contentless = true;
+    entry.large = true;
+    return entry;
+  }
   if (Array.isArray(metadata.ownerReferences) && metadata.ownerReferences.length) {
     entry.ownerReferences = metadata.ownerReferences;
   }
-  entry.json = JSON.stringify({ ...raw, metadata });
+  entry.json = json;
   return entry;
 }
 

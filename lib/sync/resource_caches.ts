@@ -66,10 +66,11 @@ export class ResourceCaches {
       const cache: Reflector<CachedObject> = new Reflector<CachedObject>(this.client, {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
-        decode: (raw, previous) => {
+        decode: (raw, previous, reply) => {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
-          const entry = decodeManaged(raw, previous, wanted);
+          // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
+          const entry = decodeManaged(raw, previous, wanted, reply !== true);
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
             this.#created.add(
               meta?.namespace ?? "",
@@ -84,7 +85,7 @@ export class ResourceCaches {
           const writing = this.#writing.get(`${resourceKey(r)}|${key}`);
           if (writing) writing.seen = obj.resourceVersion;
           // Objects no item names (anyone can label theirs) cause no work, whatever happens to them.
-          else if (obj.contentless) return;
+          else if (obj.contentless && !obj.large) return;
           else {
             // Deleted or unlabelled by someone else (our own deletes are under way or forgotten already): writing it
             // again is a restore, which backs off in a fight like any other.

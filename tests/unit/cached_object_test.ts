@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { extrasHash, HASH_ANNOTATION } from "../../lib/model/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/kube/objects.ts";
-import { type CachedObject, decodeManaged, MANAGED_LABEL, OWNER_ANNOTATION } from "../../lib/sync/cached_object.ts";
+import {
+  type CachedObject,
+  decodeManaged,
+  MANAGED_LABEL,
+  MAX_KEPT_CONTENT,
+  OWNER_ANNOTATION,
+} from "../../lib/sync/cached_object.ts";
 import { acceptWritten, judge } from "../../lib/sync/verdict.ts";
 
 const HASH = "0123456789abcdef01234567";
@@ -161,4 +167,19 @@ Deno.test("judge: fields the item does not set are settled by the server's addit
   const verdict = judge(desired, HASH, other, learnt);
   assert.equal(verdict.inSync, false);
   assert.equal(!verdict.inSync && verdict.unexplained, undefined, "explained as not the server's");
+});
+
+Deno.test("decodeManaged keeps no content of a large object from a list or watch, but of a reply it does", () => {
+  const large = served("8", (o) => (o.data = { a: "x".repeat(MAX_KEPT_CONTENT) }));
+  const streamed = decodeManaged(large, written(), true, true);
+  assert.equal(streamed.json, undefined);
+  assert.ok(streamed.contentless && streamed.large, "marked to be read when it is judged");
+  assert.ok(JSON.stringify(streamed).length < 1000);
+  assert.equal(judge(desired, HASH, streamed).inSync, false, "never in sync unread");
+  const reply = decodeManaged(large, streamed, true, false);
+  assert.ok(reply.json && !reply.contentless, "a reply is judged at once, with its content");
+  judge(desired, HASH, reply);
+  assert.equal(reply.json, undefined, "and dropped once judged");
+  const small = decodeManaged(served("9"), written(), true, true);
+  assert.ok(small.json && !small.large, "a small object keeps its content until judged");
 });

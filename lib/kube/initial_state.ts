@@ -1,0 +1,94 @@
+/**
+ * How a reflector reads the state it starts from (and starts over from after 410 Gone), one object at a time so that
+ * what is held is the decoded store, never a list: preferably a WatchList (a watch with `sendInitialEvents=true`,
+ * whose initial objects arrive as ADDED events and end with a bookmark annotated `k8s.io/initial-events-end`, after
+ * which the same stream goes on as the watch), else paged lists read item by item (lib/kube/list.ts).
+ *
+ * Either way only changes are reported against what the store held: an object at the same uid and resourceVersion
+ * keeps what was learnt of it, one no longer there is reported deleted.
+ */
+import type { WatchEvent } from "./client.ts";
+import { ApiError } from "./errors.ts";
+import type { KubeObject } from "./objects.ts";
+import type { ChangeHandler } from "./reflector.ts";
+
+export interface Cached<T> {
+  value: T;
+  resourceVersion: string;
+  uid?: string;
+}
+
+export const objectKey = (o: KubeObject): string =>
+  o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : `${o.metadata?.name}`;
+
+export const sameObject = <T>(cached: Cached<T> | undefined, raw: KubeObject): T | undefined =>
+  cached && cached.uid === raw.metadata?.uid ? cached.value : undefined;
+
+/** The objects of one initial list or WatchList, decoded as they arrive, until they replace the store. */
+export class InitialState<T> {
+  readonly #seen = new Map<string, Cached<T>>();
+
+  constructor(
+    private readonly store: Map<string, Cached<T>>,
+    private readonly decode: (raw: KubeObject, previous: T | undefined) => T | undefined,
+  ) {}
+
+  add(raw: KubeObject): void {
+    const key = objectKey(raw);
+    const old = this.store.get(key);
+    // Unchanged since the store had it: keep what was learnt about it (a verdict instead of content).
+    if (old && old.uid === raw.metadata?.uid && old.resourceVersion === raw.metadata?.resourceVersion) {
+      this.#seen.set(key, old);
+      return;
+    }
+    const value = this.decode(raw, sameObject(old, raw));
+    if (value === undefined) this.#seen.delete(key);
+    else this.#seen.set(key, { value, resourceVersion: raw.metadata?.resourceVersion ?? "", uid: raw.metadata?.uid });
+  }
+
+  remove(raw: KubeObject): void {
+    this.#seen.delete(objectKey(raw));
+  }
+
+  /** Replaces the store with what arrived, telling `onChange` only what really changed. */
+  commit(onChange: ChangeHandler<T> | undefined): void {
+    for (const [key, old] of this.store) {
+      if (!this.#seen.has(key)) {
+        this.store.delete(key);
+        onChange?.("deleted", old.value, old.value, key);
+      }
+    }
+    for (const [key, next] of this.#seen) {
+      const old = this.store.get(key);
+      this.store.set(key, next);
+      if (!old) onChange?.("added", next.value, undefined, key);
+      else if (old.resourceVersion !== next.resourceVersion) onChange?.("modified", next.value, old.value, key);
+    }
+    this.#seen.clear();
+  }
+}
+
+/** The query of a WatchList (resourceVersion unset: the state now). */
+export const WATCH_LIST_QUERY = {
+  sendInitialEvents: true,
+  resourceVersionMatch: "NotOlderThan",
+  allowWatchBookmarks: true,
+} as const;
+
+/** The bookmark after the initial events of a WatchList: its resourceVersion is the state's. */
+export function endsInitialEvents(ev: WatchEvent): boolean {
+  const annotations = (ev.object as KubeObject).metadata?.annotations;
+  return ev.type === "BOOKMARK" && annotations?.["k8s.io/initial-events-end"] === "true";
+}
+
+/**
+ * The server does not serve WatchList: it refused the parameters (a server before Kubernetes 1.27, or one with the
+ * feature off, answers 400 or 422), or ignored them (a bookmark, or the end of the stream, before the end bookmark).
+ */
+export class WatchListUnserved extends Error {}
+
+/** Whether an error of a WatchList request says that the server does not serve WatchList. */
+export function refusesWatchList(e: unknown): boolean {
+  return e instanceof WatchListUnserved ||
+    (e instanceof ApiError && [400, 405, 406, 415, 422, 501].includes(e.code));
+}
