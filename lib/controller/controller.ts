@@ -13,7 +13,7 @@ import type { Reflector } from "../kube/reflector.ts";
 import { EventRecorder } from "../kube/events.ts";
 import { aborted } from "../kube/backoff.ts";
 import { deepEqual } from "../kube/objects.ts";
-import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
+import { keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
 import { Pruner } from "../sync/pruner.ts";
@@ -170,6 +170,12 @@ export class Controller {
       // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
       claims: (owner, r, ns, name) => this.#itemOwners(r, ns, name).includes(owner),
       onFight: (syncconfig) => this.opts.metrics.fightRestores.inc({ syncconfig }),
+      onReplace: (syncconfig, reason) => this.opts.metrics.replaces.inc({ syncconfig, reason }),
+      onFinalizersRemoved: (syncconfig, message) => {
+        this.opts.metrics.finalizersRemoved.inc({ syncconfig });
+        const sc = this.syncConfigs.get(syncconfig);
+        if (sc) void this.#events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
+      },
       maxFightDelayMs: this.opts.reconcileIntervalMs || 600_000,
     });
     this.#pruner = new Pruner(client, discovery, this.#caches, () => this.opts.metrics.writes.inc({ action: "prune" }));

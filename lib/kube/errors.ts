@@ -13,11 +13,22 @@ export class ApiError extends Error {
     message: string,
     /** Seconds from a `Retry-After` header or `details.retryAfterSeconds`, when the server sent one. */
     readonly retryAfterSeconds?: number,
+    /** `details.causes` of a 422: which fields the server refused, and why (at most {@link MAX_CAUSES}). */
+    readonly causes: readonly StatusCause[] = [],
   ) {
     super(message);
     this.name = "ApiError";
   }
 }
+
+/** One entry of a `v1.Status`'s `details.causes`. */
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+const MAX_CAUSES = 20;
 
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.code === 404;
 export const isAlreadyExists = (e: unknown): boolean =>
@@ -26,6 +37,17 @@ export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.co
 export const isInvalid = (e: unknown): boolean => e instanceof ApiError && e.code === 422;
 export const isGone = (e: unknown): boolean => e instanceof ApiError && e.code === 410;
 export const isForbidden = (e: unknown): boolean => e instanceof ApiError && e.code === 403;
+
+/**
+ * Whether a 422 refused a change of a field that cannot change once set: the API server's wording for immutable
+ * fields ("field is immutable", also ConfigMap and Secret `immutable: true`) and for a binding's roleRef ("cannot
+ * change roleRef"). Only an object created anew can have the other value: a replace, not a retry.
+ */
+export function isImmutableField(e: unknown): boolean {
+  if (!(e instanceof ApiError) || e.code !== 422) return false;
+  const says = (text: string | undefined) => !!text && /field is immutable|cannot change roleRef/.test(text);
+  return e.causes.length ? e.causes.some((c) => says(c.message)) : says(e.message);
+}
 
 /**
  * Whether retrying the same request later can succeed: throttling, server errors, conflicts and network
@@ -41,6 +63,7 @@ export function apiErrorFrom(code: number, bodyText: string, retryAfterHeader: s
   let reason = "Unknown";
   let message = bodyText.trim().slice(0, 500) || `HTTP ${code}`;
   let retryAfter = parseRetryAfter(retryAfterHeader);
+  const causes: StatusCause[] = [];
   try {
     const status = JSON.parse(bodyText);
     if (status && typeof status === "object" && status.kind === "Status") {
@@ -48,11 +71,17 @@ export function apiErrorFrom(code: number, bodyText: string, retryAfterHeader: s
       if (typeof status.message === "string" && status.message) message = status.message;
       const seconds = status.details?.retryAfterSeconds;
       if (typeof seconds === "number" && retryAfter === undefined) retryAfter = seconds;
+      const listed = status.details?.causes;
+      for (const c of Array.isArray(listed) ? listed.slice(0, MAX_CAUSES) : []) {
+        if (!c || typeof c !== "object") continue;
+        const text = (v: unknown) => typeof v === "string" ? v.slice(0, 500) : undefined;
+        causes.push({ reason: text(c.reason), message: text(c.message), field: text(c.field) });
+      }
     }
   } catch {
     // Not JSON: keep the raw text as the message.
   }
-  return new ApiError(code, reason, message, Number.isFinite(retryAfter) ? retryAfter : undefined);
+  return new ApiError(code, reason, message, Number.isFinite(retryAfter) ? retryAfter : undefined, causes);
 }
 
 /** `Retry-After` is either delay-seconds or an HTTP date (RFC 9110); anything else is ignored. */

@@ -66,6 +66,19 @@ export class Metrics {
     labelNames: ["syncconfig"] as const,
     registers: [this.registry],
   });
+  readonly replaces = new client.Counter({
+    name: "espejo_replaces_total",
+    help: "Objects deleted and created again because no update could restore them, by reason (immutable: someone " +
+      "else changed a field that cannot change; forceRecreate: the SyncConfig's forceRecreate after a refused update)",
+    labelNames: ["syncconfig", "reason"] as const,
+    registers: [this.registry],
+  });
+  readonly finalizersRemoved = new client.Counter({
+    name: "espejo_finalizers_removed_total",
+    help: "Objects from which espejo removed finalizers their item does not set, so that a replace could finish",
+    labelNames: ["syncconfig"] as const,
+    registers: [this.registry],
+  });
   readonly queueDepth = new client.Gauge({
     name: "espejo_queue_depth",
     help: "Keys waiting in the work queue",

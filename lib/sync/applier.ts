@@ -1,34 +1,39 @@
 /**
  * Performs write plans: the only code that writes target objects. A create that finds the object there adopts it
  * (unless another SyncConfig's item holds it); an update keeps the live ownerReferences, re-reads once on a
- * conflict, and with `forceRecreate` deletes and creates an object whose update was rejected as invalid. Every
- * reply is handed to the {@link WriteSink} at once, so the caches know espejo's own versions before the watch
- * brings them.
+ * conflict (not in a fight: there a conflict is the other writer's move, and the retry policy decides when to try
+ * again), and replaces the object (lib/sync/replace.ts) when the server refuses the update as the plan's
+ * {@link ReplaceWhen} says. Every reply is handed to the {@link WriteSink} at once, so the caches know espejo's own
+ * versions before the watch brings them.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
-import { isAlreadyExists, isConflict, isInvalid, isNotFound } from "../kube/errors.ts";
+import { isAlreadyExists, isConflict, isImmutableField, isInvalid, isNotFound } from "../kube/errors.ts";
 import { CREATED_ANNOTATION, FIELD_MANAGER } from "../model/drift.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { OWNER_ANNOTATION } from "./cached_object.ts";
 import type { ItemAction } from "./failures.ts";
 import { OwnedByOther } from "./failures.ts";
-import type { LiveParts } from "./planner.ts";
+import type { LiveParts, ReplaceWhen } from "./planner.ts";
+import { replaceObject } from "./replace.ts";
 
 const log = getLogger(["espejo", "applier"]);
 
 /** Where the replies of espejo's writes go (the caches), as they arrive. */
 export interface WriteSink {
   written(reply: KubeObject): void;
-  /** espejo deleted the object (forceRecreate): forget it until the watch confirms. */
+  /** espejo deleted the object (a replace): forget it until the watch confirms. */
   deleted(objectKey: string): void;
 }
 
 /** One object being written for one SyncConfig. */
 export interface WriteTarget {
   cfgKey: string;
-  forceRecreate: boolean;
+  /** When a refused update becomes a replace (the planner's decision). */
+  replace: ReplaceWhen;
+  /** A restore while a fight is on: a conflict is not re-read at once. */
+  contested: boolean;
   resource: ResourceInfo;
   namespace: string;
   desired: KubeObject;
@@ -38,6 +43,8 @@ export interface WriteTarget {
 export interface Applied {
   action: ItemAction;
   reason?: string;
+  /** The object was replaced: why, and the foreign finalizers removed from the old one. */
+  replaced?: { why: "immutable" | "forceRecreate"; finalizersRemoved: string[] };
 }
 
 export class Applier {
@@ -59,7 +66,8 @@ export class Applier {
     }
     const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
     this.#checkOwner(t, current.metadata?.annotations?.[OWNER_ANNOTATION]);
-    return await this.update(t, liveParts(current), "it existed without espejo's label");
+    // Someone may be writing it right now: a re-read on a conflict is still fine here (one create found it).
+    return await this.update({ ...t, contested: false }, liveParts(current), "it existed without espejo's label");
   }
 
   /**
@@ -75,7 +83,7 @@ export class Applier {
       this.onWrite("update");
       return { action: "update", reason };
     } catch (e) {
-      if (isConflict(e)) {
+      if (isConflict(e) && !t.contested) {
         // The cached copy was stale: read the current version once and try again, unless another SyncConfig with
         // an item for the object has taken it meanwhile.
         const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
@@ -84,7 +92,8 @@ export class Applier {
         this.onWrite("update");
         return { action: "update", reason };
       }
-      if (isInvalid(e) && t.forceRecreate) return await this.#recreate(t, e, live);
+      if (t.replace === "invalid" && isInvalid(e)) return await this.#replace(t, e, live, "forceRecreate");
+      if (t.replace === "immutable" && isImmutableField(e)) return await this.#replace(t, e, live, "immutable");
       throw e;
     }
   }
@@ -106,34 +115,29 @@ export class Applier {
   }
 
   /** The object is deleted and created again; it keeps its creation record, or its lack of one (adopted). */
-  async #recreate(t: WriteTarget, rejected: unknown, live: LiveParts): Promise<Applied> {
-    await this.client.request({
-      method: "DELETE",
+  async #replace(
+    t: WriteTarget,
+    rejected: unknown,
+    live: LiveParts,
+    why: "immutable" | "forceRecreate",
+  ): Promise<Applied> {
+    const replaced = await replaceObject(this.client, {
       path: pathOf(t),
-      body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background" },
-    }).catch((err) => {
-      if (!isNotFound(err)) throw err;
+      collection: collectionOf(t),
+      uid: live.uid,
+      body: withCreation(t.desired, live.createdBy),
+      write: (method, path, body) => this.#write(method, path, body),
+      deleted: () => t.sink.deleted(`${t.namespace}/${t.desired.metadata!.name}`),
     });
-    t.sink.deleted(`${t.namespace}/${t.desired.metadata!.name}`);
-    t.sink.written(await this.#createWhenGone(t, withCreation(t.desired, live.createdBy)));
+    t.sink.written(replaced.reply);
     this.onWrite("recreate");
+    const removed = replaced.finalizersRemoved;
     return {
       action: "recreate",
-      reason: `update rejected (${rejected instanceof Error ? rejected.message : rejected})`,
+      reason: `update rejected (${rejected instanceof Error ? rejected.message : rejected})` +
+        (removed.length ? `; removed finalizers ${removed.join(", ")}, which the item does not set` : ""),
+      replaced: { why, finalizersRemoved: removed },
     };
-  }
-
-  /** Creates after a delete; while the old object is still being finalized the create says AlreadyExists. */
-  async #createWhenGone(t: WriteTarget, body: KubeObject): Promise<KubeObject> {
-    const deadline = Date.now() + 10_000;
-    for (let wait = 50;; wait = Math.min(wait * 2, 1000)) {
-      try {
-        return await this.#write("POST", collectionOf(t), body);
-      } catch (e) {
-        if (!isAlreadyExists(e) || Date.now() > deadline) throw e;
-        await new Promise((r) => setTimeout(r, wait));
-      }
-    }
   }
 
   #checkOwner(t: WriteTarget, owner: string | undefined): void {
@@ -190,6 +194,7 @@ export function liveParts(o: KubeObject): LiveParts {
   const refs = o.metadata?.ownerReferences;
   return {
     resourceVersion: o.metadata?.resourceVersion,
+    uid: o.metadata?.uid,
     ownerReferences: Array.isArray(refs) && refs.length ? refs : undefined,
     owner: o.metadata?.annotations?.[OWNER_ANNOTATION],
     createdBy: o.metadata?.annotations?.[CREATED_ANNOTATION],

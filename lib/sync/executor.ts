@@ -18,8 +18,17 @@ import { renderTemplate } from "../model/template.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
-import { failure, type ItemAction, type ItemResult } from "./failures.ts";
-import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField, type SyncTarget } from "./planner.ts";
+import { failure, type ItemAction, type ItemResult, tryOutcomeOf } from "./failures.ts";
+import {
+  keysOf,
+  planDeleteItem,
+  planSyncItem,
+  type PlanView,
+  syncItemField,
+  type SyncPlan,
+  type SyncTarget,
+} from "./planner.ts";
+import { afterTry, type TryOutcome } from "./retry_policy.ts";
 import { RetryBook } from "./retry_book.ts";
 import { acceptWritten, remember } from "./verdict.ts";
 
@@ -37,8 +46,12 @@ export interface ExecutorHooks {
    * object in this namespace and so holds it. Default: no SyncConfig but the writer's own does.
    */
   claims?: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean;
-  /** A restore of an object that was restored shortly before (a fight) was written. */
+  /** A restore of an object that was restored shortly before (a fight) was tried: written or refused. */
   onFight?: (cfgKey: string) => void;
+  /** An object was replaced (deleted and created again): a field could not change, or `forceRecreate`. */
+  onReplace?: (cfgKey: string, why: "immutable" | "forceRecreate") => void;
+  /** Finalizers the item does not set were removed from an object to replace it; `message` names them and it. */
+  onFinalizersRemoved?: (cfgKey: string, message: string) => void;
   /** The longest wait between two restores of one object in a fight; the reconcile interval. Default 10 min. */
   maxFightDelayMs?: number;
 }
@@ -69,6 +82,7 @@ export class Executor {
       claims,
       serverAdds: (itemKey) => this.#serverAdds.get(itemKey),
       fightWaitMs: (fightKey) => this.#fights.waitMs(fightKey),
+      inFight: (fightKey) => this.#fights.inFight(fightKey),
       removedByOther: (r, objectKey) => this.caches.removedByOther(r, objectKey),
       backedOff: (key, attempt) => this.#retries.waiting(key, attempt),
     };
@@ -115,28 +129,57 @@ export class Executor {
       case "fail":
         return plan.result;
     }
-    const write = this.#writeTarget(target, keys.itemKey);
-    this.caches.beginWrite(target.resource, keys.objectKey);
-    const writing =
-      (plan.kind === "create" ? this.#applier.create(write) : this.#applier.update(write, plan.live, plan.reason))
-        .then((applied): ItemResult => ({ state: "synced", action: applied.action, reason: applied.reason }))
-        .catch(fail)
-        .finally(() => this.caches.endWrite(target.resource, keys.objectKey));
+    const written = this.#write(target, plan, keys.itemKey, fail);
     if (plan.kind === "update" && plan.unexplained && !this.#learning.has(keys.itemKey)) {
-      const learnt = writing.then(() => {}).finally(() => this.#learning.delete(keys.itemKey));
+      const learnt = written.then(() => {}).finally(() => this.#learning.delete(keys.itemKey));
       this.#learning.set(keys.itemKey, learnt);
     }
-    const result = await writing;
-    if (result.state === "failed") {
-      this.#retries.failed(keys.retryKey, keys.attempt, result, result.terminal, scopeOf(ref));
-      return result;
+    const { result, outcome } = await written;
+    // One decision for what the try tells the books (lib/sync/retry_policy.ts); a restore keys its attempt on the
+    // object, not on the live version.
+    const tried = keysOf(target, plan.restore);
+    const decision = afterTry({ outcome, restore: plan.restore });
+    if (decision.fightMove) this.#fightMove(tried.fightKey, ref, target.observed);
+    if (decision.attempt === "forget") this.#retries.succeeded(tried.retryKey);
+    else if (result.state === "failed") {
+      this.#retries.failed(tried.retryKey, tried.attempt, result, decision.attempt === "terminal", scopeOf(ref));
     }
-    this.#retries.succeeded(keys.retryKey);
-    this.caches.rewritten(target.resource, keys.objectKey);
-    if (plan.restore && result.state === "synced" && result.action !== "none") {
-      this.#countRestore(keys.fightKey, ref, target.observed);
-    }
+    if (result.state !== "failed") this.caches.rewritten(target.resource, tried.objectKey);
     return result;
+  }
+
+  /** Performs a create or update plan; the result, and what the try came to for the retry policy. */
+  async #write(
+    target: SyncTarget,
+    plan: SyncPlan & { kind: "create" | "update" },
+    itemKey: string,
+    fail: (e: unknown) => ItemResult,
+  ): Promise<{ result: ItemResult; outcome: TryOutcome }> {
+    const write = this.#writeTarget(target, itemKey, plan);
+    const objectKey = `${target.namespace}/${target.desired.metadata!.name}`;
+    this.caches.beginWrite(target.resource, objectKey);
+    try {
+      const applied = plan.kind === "create"
+        ? await this.#applier.create(write)
+        : await this.#applier.update(write, plan.live, plan.reason);
+      if (applied.replaced) this.#reportReplace(target, applied.replaced);
+      return { result: { state: "synced", action: applied.action, reason: applied.reason }, outcome: "done" };
+    } catch (e) {
+      return { result: fail(e), outcome: tryOutcomeOf(e) };
+    } finally {
+      this.caches.endWrite(target.resource, objectKey);
+    }
+  }
+
+  #reportReplace(t: SyncTarget, replaced: { why: "immutable" | "forceRecreate"; finalizersRemoved: string[] }): void {
+    this.hooks.onReplace?.(t.cfg.key, replaced.why);
+    const removed = replaced.finalizersRemoved;
+    if (!removed.length) return;
+    const message = `SyncConfig ${t.cfg.key}: removed finalizer${removed.length > 1 ? "s" : ""} ${
+      removed.join(", ")
+    } of ${t.resource.kind} ${t.namespace}/${t.desired.metadata!.name}, which its item does not set, to replace it`;
+    log.warn("{message}", { syncConfig: t.cfg.key, namespace: t.namespace, message });
+    this.hooks.onFinalizersRemoved?.(t.cfg.key, message);
   }
 
   async deleteItem(ref: ItemRef, item: DeleteItemSpec): Promise<ItemResult> {
@@ -180,11 +223,12 @@ export class Executor {
     this.#retries.forgetNamespace(namespace);
   }
 
-  #writeTarget(t: SyncTarget, itemKey: string): WriteTarget {
+  #writeTarget(t: SyncTarget, itemKey: string, plan: SyncPlan & { kind: "create" | "update" }): WriteTarget {
     const cache = this.caches.managed(t.resource);
     return {
       cfgKey: t.cfg.key,
-      forceRecreate: t.cfg.forceRecreate,
+      replace: plan.replace,
+      contested: plan.kind === "update" && plan.contested,
       resource: t.resource,
       namespace: t.namespace,
       desired: t.desired,
@@ -215,7 +259,8 @@ export class Executor {
     }
   }
 
-  #countRestore(fightKey: string, ref: ItemRef, observed: CachedObject | undefined): void {
+  /** A restore was tried (written or refused): one move of the fight over the object. */
+  #fightMove(fightKey: string, ref: ItemRef, observed: CachedObject | undefined): void {
     const restores = this.#fights.restored(fightKey);
     if (restores < 2) return;
     this.hooks.onFight?.(ref.cfg.key);

@@ -8,7 +8,8 @@
  * desired object or of the live object (or an hour, see lib/sync/retry_book.ts). Everything else (conflicts,
  * throttling, server errors, timeouts, a cache still filling) is retried with backoff.
  */
-import { ApiError, isRetriable } from "../kube/errors.ts";
+import { ApiError, isConflict, isRetriable } from "../kube/errors.ts";
+import type { TryOutcome } from "./retry_policy.ts";
 import { UnknownKindError } from "../kube/discovery.ts";
 import { redactValues } from "../model/redact.ts";
 
@@ -42,6 +43,12 @@ export function isTerminal(e: unknown): boolean {
   if (e instanceof UnknownKindError || e instanceof OwnedByOther) return true;
   if (e instanceof ApiError) return !isRetriable(e);
   return false;
+}
+
+/** What a failed write came to, for the retry policy (lib/sync/retry_policy.ts). */
+export function tryOutcomeOf(e: unknown): TryOutcome {
+  if (isConflict(e)) return "conflict";
+  return isTerminal(e) ? "terminal" : "transient";
 }
 
 /** The object is held by another SyncConfig that has an item for it. */

@@ -19,6 +19,8 @@ export interface PlanView {
   serverAdds(itemKey: string): string | undefined;
   /** How long a restore of this object must still wait because of a fight (0: now). */
   fightWaitMs(fightKey: string): number;
+  /** Whether the object had a restore recently (a fight may be on); absent: never (`espejo plan`). */
+  inFight?(fightKey: string): boolean;
   /** Whether someone else deleted the object or took espejo's label off since espejo wrote it. */
   removedByOther(resource: ResourceInfo, objectKey: string): boolean;
   /** The result of the same failed attempt while it waits out its backoff. */
@@ -31,10 +33,27 @@ export interface PlanView {
  */
 export interface LiveParts {
   resourceVersion?: string;
+  /** The live uid: a replace deletes this object only. */
+  uid?: string;
   ownerReferences?: unknown[];
   owner?: string;
   /** The live creation record (see CREATED_ANNOTATION), which a replace keeps. */
   createdBy?: string;
+}
+
+/**
+ * When a write the server refuses is done as a replace instead (delete by uid, then create; lib/sync/replace.ts):
+ * `invalid`, any 422 (the SyncConfig's `forceRecreate`); `immutable`, a 422 on a field that cannot change (a restore:
+ * someone else changed the object espejo wrote, so it is espejo's to replace, without `forceRecreate`); `never`.
+ *
+ * Decided here, before the write, because it needs only what the planner knows (restore, forceRecreate); the server's
+ * answer picks between the write and its fallback in the applier. A second plan after the refusal would cost another
+ * unit and a retry-book entry for a decision that is already made.
+ */
+export type ReplaceWhen = "never" | "immutable" | "invalid";
+
+export function replaceWhen(forceRecreate: boolean, restore: boolean): ReplaceWhen {
+  return forceRecreate ? "invalid" : restore ? "immutable" : "never";
 }
 
 export type SyncPlan =
@@ -44,8 +63,17 @@ export type SyncPlan =
   /** The same attempt failed before and waits: its result stands. */
   | { kind: "backoff"; result: ItemResult }
   | { kind: "fail"; result: ItemResult & { state: "failed" } }
-  | { kind: "create"; restore: boolean }
-  | { kind: "update"; reason: string; restore: boolean; unexplained: boolean; live: LiveParts };
+  | { kind: "create"; restore: boolean; replace: ReplaceWhen }
+  /** `contested`: a restore while a fight is on; a conflict is the fight's next move, not re-read at once. */
+  | {
+    kind: "update";
+    reason: string;
+    restore: boolean;
+    unexplained: boolean;
+    live: LiveParts;
+    replace: ReplaceWhen;
+    contested: boolean;
+  };
 
 /** The item, the object it asks for, and the cached object (read first if it was kept without content). */
 export interface SyncTarget {
@@ -63,18 +91,21 @@ export interface ItemKeys {
   /** The SyncConfig generation and item, across namespaces. */
   itemKey: string;
   retryKey: string;
-  /** What is tried: a new generation, desired object or live version is a new attempt, tried at once. */
+  /**
+   * What is tried: a new generation or desired object is a new attempt, tried at once; so is a new live version,
+   * unless the write is a restore (a fight is keyed on the object: see lib/sync/retry_policy.ts).
+   */
   attempt: string;
   fightKey: string;
   objectKey: string;
 }
 
-export function keysOf(t: SyncTarget): ItemKeys {
+export function keysOf(t: SyncTarget, restore = false): ItemKeys {
   const name = t.desired.metadata!.name!;
   return {
     itemKey: `${t.cfg.key}|${t.item.index}|${t.cfg.generation}`,
     retryKey: `${t.cfg.key}|s${t.item.index}|${t.namespace}`,
-    attempt: `${t.cfg.generation}:${t.hash}:${t.observed?.resourceVersion ?? ""}`,
+    attempt: `${t.cfg.generation}:${t.hash}:${restore ? "restore" : t.observed?.resourceVersion ?? ""}`,
     fightKey: `${t.resource.group}/${t.resource.resource}|${t.namespace}/${name}`,
     objectKey: `${t.namespace}/${name}`,
   };
@@ -86,7 +117,7 @@ export function syncItemField(item: SyncItemSpec, renderedName?: string): string
 }
 
 export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; memo?: Memo } {
-  const keys = keysOf(t);
+  let keys = keysOf(t);
   const name = t.desired.metadata!.name!;
   const { observed } = t;
   const owner = observed?.owner;
@@ -98,23 +129,29 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
   const memo = assessment?.memo;
   const verdict = assessment?.verdict;
   if (verdict?.inSync) return { plan: { kind: "none" }, memo };
-  // Changed, deleted or unlabelled by someone else after espejo wrote it: writing it again is a restore.
-  const restore = verdict?.restore === true || (!observed && view.removedByOther(t.resource, keys.objectKey));
+  // Changed, deleted or unlabelled by someone else after espejo wrote it (and maybe created again by them under
+  // the name, with other content): writing it again is a restore.
+  const restore = verdict?.restore === true || view.removedByOther(t.resource, keys.objectKey);
   if (restore) {
+    keys = keysOf(t, true);
     const wait = view.fightWaitMs(keys.fightKey);
     if (wait > 0) return { plan: { kind: "hold", retryInMs: wait }, memo };
   }
   const waiting = view.backedOff(keys.retryKey, keys.attempt);
   if (waiting) return { plan: { kind: "backoff", result: waiting }, memo };
-  if (!observed || !verdict) return { plan: { kind: "create", restore }, memo };
+  const replace = replaceWhen(t.cfg.forceRecreate, restore);
+  if (!observed || !verdict) return { plan: { kind: "create", restore, replace }, memo };
   return {
     plan: {
       kind: "update",
       reason: verdict.reason,
       restore,
       unexplained: verdict.unexplained === true,
+      replace,
+      contested: restore && (view.inFight?.(keys.fightKey) ?? false),
       live: {
         resourceVersion: observed.resourceVersion,
+        uid: observed.uid || undefined,
         ownerReferences: observed.ownerReferences,
         owner,
         createdBy: observed.createdBy,

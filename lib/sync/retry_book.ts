@@ -1,7 +1,8 @@
 /**
  * One book of retries, keyed, with exponential backoff and jitter: used for item writes and for namespace units.
- * An entry is tied to an attempt (what was tried: the SyncConfig generation, the desired object, the live object's
- * version), so a changed attempt is tried at once whatever the backoff of the old one.
+ * An entry is tied to an attempt (what was tried: the SyncConfig generation, the desired object and, unless it is a
+ * restore, the live object's version), so a changed attempt is tried at once whatever the backoff of the old one.
+ * What goes in is decided by lib/sync/retry_policy.ts.
  *
  * Retriable failures wait 1 s, doubling to 5 min. Terminal ones (see lib/sync/failures.ts) wait for the attempt to
  * change, or for an hour: a permanently rejected item costs nothing per pass, and a fix that espejo cannot see (an
@@ -9,6 +10,8 @@
  *
  * Deleting a SyncConfig or a namespace is one call: {@link RetryBook.forgetConfig}, {@link RetryBook.forgetNamespace}.
  */
+import { backoffMs } from "./retry_policy.ts";
+
 export interface RetryScope {
   cfgKey?: string;
   namespace?: string;
@@ -64,7 +67,7 @@ export class RetryBook<R> {
     const failures = (before?.attempt === attempt ? before.failures : 0) + 1;
     const delay = terminal
       ? this.#o.terminalMs
-      : Math.round(Math.min(this.#o.maxMs, this.#o.baseMs * 2 ** (failures - 1)) * this.#o.jitter());
+      : Math.round(backoffMs(failures, this.#o.baseMs, this.#o.maxMs) * this.#o.jitter());
     this.#entries.delete(key); // re-inserted last: the oldest entry goes first when the book is full
     if (this.#entries.size >= this.#o.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { ...scope, attempt, failures, until: this.#o.now() + delay, result });

@@ -146,3 +146,49 @@ for (const [name, fn, code, reason] of PREDICATES) {
     assert.equal(fn(undefined), false);
   });
 }
+
+Deno.test("isImmutableField: the API server's 422 bodies for immutable fields and roleRef, not other refusals", async () => {
+  const { isImmutableField } = await import("../../lib/kube/errors.ts");
+  const status = (message: string, causes: { reason: string; message: string; field: string }[]) =>
+    JSON.stringify({ kind: "Status", status: "Failure", message, reason: "Invalid", details: { causes }, code: 422 });
+  // Copied from kube-apiserver replies (tests/integration/tenant_restore_test.ts makes them for real).
+  const configMap = status(
+    'ConfigMap "a" is invalid: [immutable: Forbidden: field is immutable when `immutable` is set]',
+    [
+      {
+        reason: "FieldValueForbidden",
+        message: "Forbidden: field is immutable when `immutable` is set",
+        field: "data",
+      },
+    ],
+  );
+  const secretType = status(
+    'Secret "s" is invalid: type: Invalid value: "kubernetes.io/basic-auth": field is immutable',
+    [
+      {
+        reason: "FieldValueInvalid",
+        message: 'Invalid value: "kubernetes.io/basic-auth": field is immutable',
+        field: "type",
+      },
+    ],
+  );
+  const roleRef = status(
+    'RoleBinding.rbac.authorization.k8s.io "rb" is invalid: roleRef: Invalid value: {}: cannot change roleRef',
+    [
+      { reason: "FieldValueInvalid", message: "Invalid value: {}: cannot change roleRef", field: "roleRef" },
+    ],
+  );
+  const invalid = status('ConfigMap "a" is invalid: metadata.name: Invalid value', [
+    {
+      reason: "FieldValueInvalid",
+      message: 'Invalid value: "A": a lowercase RFC 1123 subdomain',
+      field: "metadata.name",
+    },
+  ]);
+  for (const body of [configMap, secretType, roleRef]) {
+    assert.equal(isImmutableField(apiErrorFrom(422, body, null)), true, body);
+  }
+  assert.equal(isImmutableField(apiErrorFrom(422, invalid, null)), false);
+  assert.equal(isImmutableField(apiErrorFrom(409, roleRef, null)), false, "only a 422");
+  assert.equal(apiErrorFrom(422, roleRef, null).causes[0].field, "roleRef");
+});

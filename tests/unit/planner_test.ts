@@ -72,12 +72,12 @@ function afterOwnWrite(rv: string, change: (o: KubeObject) => void) {
 }
 
 Deno.test("planSyncItem: an absent object is created", async () => {
-  assert.deepEqual(planSyncItem(await target(), view()).plan, { kind: "create", restore: false });
+  assert.deepEqual(planSyncItem(await target(), view()).plan, { kind: "create", restore: false, replace: "never" });
 });
 
 Deno.test("planSyncItem: an absent object someone else deleted is created as a restore, after a fight's wait", async () => {
   const removed = view({ removedByOther: () => true });
-  assert.deepEqual(planSyncItem(await target(), removed).plan, { kind: "create", restore: true });
+  assert.deepEqual(planSyncItem(await target(), removed).plan, { kind: "create", restore: true, replace: "immutable" });
   const fighting = view({ removedByOther: () => true, fightWaitMs: () => 4000 });
   assert.deepEqual(planSyncItem(await target(), fighting).plan, { kind: "hold", retryInMs: 4000 });
 });
@@ -100,6 +100,7 @@ Deno.test("planSyncItem: a tenant's change is an update that restores, keeping t
   assert.match(plan.reason, /\.data\.a differs/);
   assert.deepEqual(plan.live, {
     resourceVersion: "2",
+    uid: "obj-uid",
     ownerReferences: [{ uid: "theirs" }],
     owner: "espejo/cfg",
     createdBy: "espejo/cfg",
@@ -165,4 +166,54 @@ Deno.test("planDeleteItem: absent, delete with the uid, or the backoff of the sa
     planDeleteItem({ cfg, namespace: "team-a", item, existing: { uid: "u1" } }, view({ backedOff: () => failed })),
     { kind: "backoff", result: failed },
   );
+});
+
+Deno.test("replaceWhen: forceRecreate replaces on any refusal, a restore on an immutable field, else never", async () => {
+  const { replaceWhen } = await import("../../lib/sync/planner.ts");
+  const table: [forceRecreate: boolean, restore: boolean, want: string][] = [
+    [false, false, "never"],
+    [false, true, "immutable"],
+    [true, false, "invalid"],
+    [true, true, "invalid"],
+  ];
+  for (const [forceRecreate, restore, want] of table) {
+    assert.equal(replaceWhen(forceRecreate, restore), want, `forceRecreate ${forceRecreate}, restore ${restore}`);
+  }
+});
+
+Deno.test("planSyncItem: a restore is replaced when a field cannot change; contested while a fight is on", async () => {
+  const t = await target(afterOwnWrite("2", (o) => ((o as { data: unknown }).data = { a: "evil" })));
+  const calm = planSyncItem(t, view()).plan;
+  assert.equal(calm.kind === "update" && calm.replace, "immutable");
+  assert.equal(calm.kind === "update" && calm.contested, false, "no fight: a conflict is re-read once");
+  const fight = planSyncItem(t, view({ inFight: () => true })).plan;
+  assert.equal(fight.kind === "update" && fight.contested, true, "in a fight a conflict is the next move");
+  // espejo's own object whose item changed is no restore: a refused field fails, it is not replaced.
+  const own = await target(afterOwnWrite("1", () => {}));
+  const edited = { ...own, hash: "another", desired: { ...own.desired, data: { a: "2" } } };
+  const update = planSyncItem(edited, view({ inFight: () => true })).plan;
+  assert.equal(update.kind === "update" && update.replace, "never");
+  assert.equal(update.kind === "update" && update.contested, false);
+});
+
+Deno.test("planSyncItem: an object someone else deleted and created again under the name is restored", async () => {
+  // Their object: not espejo's version (no baseline for its uid), but the name was espejo's until they deleted it.
+  const t = await target((d) =>
+    decodeManaged(served(d, "9", (o) => ((o as { data: unknown }).data = { a: "x" })), undefined)
+  );
+  const plan = planSyncItem(t, view({ removedByOther: () => true })).plan;
+  assert.equal(plan.kind === "update" && plan.restore, true);
+  assert.equal(plan.kind === "update" && plan.replace, "immutable");
+});
+
+Deno.test("keysOf: a restore's attempt is keyed on the object, any other on the live version too", async () => {
+  const at = (rv: string) => target(afterOwnWrite(rv, (o) => ((o as { data: unknown }).data = { a: rv })));
+  const [a, b] = [await at("2"), await at("3")];
+  assert.equal(keysOf(a, true).attempt, keysOf(b, true).attempt, "a new live version is the same restore attempt");
+  assert.notEqual(keysOf(a).attempt, keysOf(b).attempt, "a new live version is a new attempt of a plain write");
+  assert.notEqual(keysOf(a, true).attempt, keysOf({ ...a, hash: "another" }, true).attempt, "a new desired object is");
+  // The planner holds a restore that failed at version 2 when version 3 comes (the tenant's next write).
+  const failed: ItemResult = { state: "failed", message: "m", terminal: false };
+  const book = view({ backedOff: (key, attempt) => attempt === keysOf(a, true).attempt ? failed : undefined });
+  assert.deepEqual(planSyncItem(b, book).plan, { kind: "backoff", result: failed });
 });

@@ -1,0 +1,61 @@
+/**
+ * The retry policy of one item in one namespace, as one pure decision after each try (controller-runtime's `switch`
+ * after `Reconcile` is the model): what the try tells the books of retries (lib/sync/retry_book.ts) and fights
+ * (lib/sync/fights.ts), and the delays both wait. The planner (lib/sync/planner.ts) reads those books before the
+ * next try; this file decides what goes into them.
+ *
+ * - A try that wrote or found nothing to write forgets the attempt's failures.
+ * - A terminal failure holds its attempt until the attempt changes (or an hour); a transient one backs off.
+ * - A restore (writing again what someone else changed) is a move of a fight, written or refused alike: a conflict
+ *   (409), a refusal or an error on a restore is the other writer's move as much as a successful restore is espejo's.
+ *   Its next try waits for the fight (1 s, 2 s, 4 s ... up to the reconcile interval), keyed on the object, never on
+ *   its resourceVersion: a writer as fast as it can gets a few restores a minute. A transient failure of a restore
+ *   is not held in the retry book as well: the fight's back-off is its back-off, one schedule, not two.
+ * - What was tried is the attempt (lib/sync/planner.ts `keysOf`): a new generation or desired object is tried at once,
+ *   a new live version only when it is not a restore (a restore that keeps failing stays one attempt).
+ */
+
+/** What one try of an item came to. */
+export type TryOutcome =
+  /** Written, or the server found nothing to change. */
+  | "done"
+  /** 409 Conflict: the object changed since espejo read it. */
+  | "conflict"
+  /** Throttled, a server error, a timeout, an object still being deleted: the same try can succeed later. */
+  | "transient"
+  /** Cannot succeed until something changes (see lib/sync/failures.ts). */
+  | "terminal";
+
+export interface TryFacts {
+  outcome: TryOutcome;
+  /** The try wrote, or tried to write, what someone else had changed or removed. */
+  restore: boolean;
+}
+
+export interface RetryDecision {
+  /** The try is a move of the fight over the object: the next restore of it waits longer. */
+  fightMove: boolean;
+  /** What the retry book keeps for the attempt: nothing (its failures are forgotten), or this failure. */
+  attempt: "forget" | "transient" | "terminal";
+}
+
+/** The decision after one try (see the file comment for the rules; tests/unit/retry_policy_test.ts for the table). */
+export function afterTry(f: TryFacts): RetryDecision {
+  if (f.outcome === "done") return { fightMove: f.restore, attempt: "forget" };
+  if (f.outcome === "terminal") return { fightMove: f.restore, attempt: "terminal" };
+  if (f.restore) return { fightMove: true, attempt: "forget" };
+  return { fightMove: false, attempt: "transient" };
+}
+
+/** The first wait of a back-off and of a fight. */
+export const BASE_DELAY_MS = 1000;
+
+/** How long the next restore of an object waits after the `moves`-th move of its fight (0 moves: none). */
+export function fightDelayMs(moves: number, maxMs: number): number {
+  return moves <= 0 ? 0 : Math.min(maxMs, BASE_DELAY_MS * 2 ** (moves - 1));
+}
+
+/** How long the same attempt waits after its `failures`-th transient failure in a row, before jitter. */
+export function backoffMs(failures: number, baseMs: number, maxMs: number): number {
+  return failures <= 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (failures - 1));
+}

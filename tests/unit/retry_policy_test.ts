@@ -1,0 +1,54 @@
+/** The retry policy (lib/sync/retry_policy.ts): one decision after each try, and the delays of both books. */
+import assert from "node:assert/strict";
+import { afterTry, backoffMs, fightDelayMs, type RetryDecision, type TryOutcome } from "../../lib/sync/retry_policy.ts";
+import { FightBook } from "../../lib/sync/fights.ts";
+
+Deno.test("afterTry: the table of outcomes, restores and what the books keep", () => {
+  const table: [TryOutcome, boolean, RetryDecision][] = [
+    ["done", false, { fightMove: false, attempt: "forget" }],
+    ["done", true, { fightMove: true, attempt: "forget" }],
+    // A stale cache on espejo's own write: re-read once by the applier, else backed off as transient.
+    ["conflict", false, { fightMove: false, attempt: "transient" }],
+    // A conflict on a restore is the other writer's move: the fight's back-off, not a second schedule.
+    ["conflict", true, { fightMove: true, attempt: "forget" }],
+    ["transient", false, { fightMove: false, attempt: "transient" }],
+    ["transient", true, { fightMove: true, attempt: "forget" }],
+    ["terminal", false, { fightMove: false, attempt: "terminal" }],
+    ["terminal", true, { fightMove: true, attempt: "terminal" }],
+  ];
+  for (const [outcome, restore, want] of table) {
+    assert.deepEqual(afterTry({ outcome, restore }), want, `${outcome}, restore ${restore}`);
+  }
+});
+
+Deno.test("fightDelayMs and backoffMs double from 1 s up to their limit", () => {
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6].map((m) => fightDelayMs(m, 10_000)), [
+    0,
+    1000,
+    2000,
+    4000,
+    8000,
+    10_000,
+    10_000,
+  ]);
+  assert.deepEqual([0, 1, 2, 10].map((f) => backoffMs(f, 1000, 300_000)), [0, 1000, 2000, 300_000]);
+});
+
+Deno.test("FightBook: a writer as fast as it can gets a bounded number of moves from espejo", () => {
+  // Every conflict or restore is a move (afterTry); espejo tries only when the wait is over. A tenant writing every
+  // millisecond for 60 s against an interval of 10 s gets at most 1 + log2 steps + 60/10 moves.
+  let now = 0;
+  const book = new FightBook(10_000, () => now);
+  let moves = 0;
+  for (; now < 60_000; now += 1) {
+    if (book.waitMs("cm") === 0) {
+      book.restored("cm");
+      moves++;
+    }
+  }
+  assert.ok(moves <= 11, `${moves} moves in 60 s`);
+  assert.ok(moves >= 6, `${moves} moves in 60 s: espejo keeps trying`);
+  assert.equal(book.inFight("cm"), true);
+  now += 20_001;
+  assert.equal(book.inFight("cm"), false, "left alone for twice the longest delay: the fight is over");
+});
