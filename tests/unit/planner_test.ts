@@ -214,6 +214,6 @@ Deno.test("keysOf: a restore's attempt is keyed on the object, any other on the 
   assert.notEqual(keysOf(a, true).attempt, keysOf({ ...a, hash: "another" }, true).attempt, "a new desired object is");
   // The planner holds a restore that failed at version 2 when version 3 comes (the tenant's next write).
   const failed: ItemResult = { state: "failed", message: "m", terminal: false };
-  const book = view({ backedOff: (key, attempt) => attempt === keysOf(a, true).attempt ? failed : undefined });
+  const book = view({ backedOff: (_key, attempt) => attempt === keysOf(a, true).attempt ? failed : undefined });
   assert.deepEqual(planSyncItem(b, book).plan, { kind: "backoff", result: failed });
 });
