@@ -4,8 +4,4 @@
  * then plays those steps and fails while the fix does not work. `deno task game` plays every step unless given
  * `--skip-pending`. The findings behind each entry are in docs/tenant-game.md.
  */
-export const PENDING_FIXES: readonly string[] = [
-  "immutable",
-  "secret-type-recreate",
-  "roleRef-recreate",
-];
+export const PENDING_FIXES: readonly string[] = [];
