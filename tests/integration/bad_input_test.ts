@@ -114,7 +114,7 @@ const BAD_ITEMS: [item: unknown, message: RegExp][] = [
   ],
   [
     { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "forbidden" }, spec: {} },
-    /\(Deployment forbidden\): cannot list and watch deployments: the API server refused it \(403 Forbidden: .*cannot list resource "deployments"/,
+    /\(Deployment forbidden\): cannot list and watch deployments: the API server refused it \(403 Forbidden: .*cannot (?:list|watch) resource "deployments"/,
   ],
 ];
 
