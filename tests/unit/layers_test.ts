@@ -52,3 +52,21 @@ Deno.test("layers: the planner imports no client, no cache class and no timer", 
   }
   assert.doesNotMatch(text, /\b(setTimeout|setInterval|Date\.now|performance\.now|fetch)\(/);
 });
+
+Deno.test("fast tests: tests/unit/ imports no control plane, no Prometheus tools and no integration harness", () => {
+  const unit = resolve(lib, "../tests/unit");
+  const root = resolve(lib, "..");
+  const slow = ["testenv/shared.ts", "testenv/controlplane.ts", "testenv/prometheus_tools.ts", "tests/integration/"];
+  const wrong: string[] = [];
+  for (const f of files(unit)) {
+    for (const target of importsOf(f)) {
+      const rel = relative(root, target);
+      if (slow.some((s) => rel.startsWith(s))) wrong.push(`${relative(root, f)} imports ${rel}`);
+    }
+  }
+  assert.deepEqual(
+    wrong,
+    [],
+    "deno task test:unit runs tests/unit/ without a server: move such a test to tests/integration/",
+  );
+});
