@@ -41,11 +41,6 @@ export class FightBook {
     return this.#current(key) !== undefined;
   }
 
-  /** Forgets every object whose key starts with `prefix` (a namespace or resource that went). */
-  forget(prefix: string): void {
-    for (const key of this.#fights.keys()) if (key.startsWith(prefix)) this.#fights.delete(key);
-  }
-
   get size(): number {
     return this.#fights.size;
   }

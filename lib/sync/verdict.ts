@@ -109,13 +109,6 @@ export function remember(cached: CachedObject, memo: Memo | undefined): void {
   cached.outOfSync = undefined;
 }
 
-/** {@link assess}, then {@link remember}: for callers that own the entry. */
-export function judge(desired: KubeObject, desiredHash: string, cached: CachedObject, serverAdds?: string): Verdict {
-  const { verdict, memo } = assess(desired, desiredHash, cached, serverAdds);
-  remember(cached, memo);
-  return verdict;
-}
-
 /** Records that `written` (the reply of our own write for `desiredHash`) is in sync and becomes the baseline. */
 export function acceptWritten(cached: CachedObject, written: KubeObject, desiredHash: string): void {
   remember(cached, { kind: "inSync", baseline: { desiredHash, content: contentHash(written) } });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { extrasHash, HASH_ANNOTATION } from "../../lib/model/drift.ts";
+import { extrasHash, HASH_ANNOTATION, type Verdict } from "../../lib/model/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/kube/objects.ts";
 import {
   type CachedObject,
@@ -8,7 +8,14 @@ import {
   MAX_KEPT_CONTENT,
   OWNER_ANNOTATION,
 } from "../../lib/sync/cached_object.ts";
-import { acceptWritten, judge } from "../../lib/sync/verdict.ts";
+import { acceptWritten, assess, remember } from "../../lib/sync/verdict.ts";
+
+/** {@link assess}, then {@link remember}, as the executor does with an entry it owns. */
+function judge(desired: KubeObject, desiredHash: string, cached: CachedObject, serverAdds?: string): Verdict {
+  const { verdict, memo } = assess(desired, desiredHash, cached, serverAdds);
+  remember(cached, memo);
+  return verdict;
+}
 
 const HASH = "0123456789abcdef01234567";
 const UID = "5f0c6c2e-0000-4000-8000-000000000000";
