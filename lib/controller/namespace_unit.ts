@@ -99,9 +99,9 @@ export class NamespaceUnit {
         if (!changed) return;
         // A failure is logged when it first appears, not on every pass that repeats it.
         outcome.errors.forEach((e, j) => {
-          if (!before?.errors.includes(e)) {
-            log.warn("{message}", { syncConfig: cfg.key, namespace: name, message: details[j] });
-          }
+          if (before?.errors.includes(e)) return;
+          const { message, fields } = details[j];
+          log.error("{message}", { syncConfig: cfg.key, namespace: name, ...fields, message });
         });
         status.markDirty(cfg.key);
       });

@@ -170,7 +170,12 @@ export class Pruning {
     plans.forEach(({ cfgKey, plan: p }, i) => {
       const r = results[i];
       if (r.state === "failed") {
-        log.warn("{message}", { syncConfig: cfgKey, namespace, message: `SyncConfig ${cfgKey}: ${r.message}` });
+        log.error("{message}", {
+          syncConfig: cfgKey,
+          namespace,
+          ...r.fields,
+          message: `SyncConfig ${cfgKey}: ${r.message}`,
+        });
         out.retry = true;
         return;
       }

@@ -13,7 +13,7 @@ import { renderTemplate } from "../model/template.ts";
 import { decodeManaged, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
 import { failure, OwnedByOther } from "../sync/failures.ts";
-import { keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemField } from "../sync/planner.ts";
+import { deleteItemSite, keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemSite } from "../sync/planner.ts";
 import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
 import { Registry } from "../controller/registry.ts";
 import type { NamespaceInfo } from "../controller/watches.ts";
@@ -154,10 +154,8 @@ function planDelete(
   try {
     resource = resourceOf(snapshot, item.apiVersion, item.kind);
   } catch (e) {
-    const f = failure(
-      `SyncConfig ${cfg.key}: .spec.deleteItems[${item.index}] (${item.kind} ${name}) in namespace ${namespace}`,
-    )(e);
-    return f.state === "failed" ? [{ ...base, action: "fail", reason: f.message, terminal: f.terminal }] : [];
+    const f = failure(deleteItemSite({ cfg, namespace }, item, name))(e);
+    return [{ ...base, action: "fail", reason: f.message, terminal: f.terminal }];
   }
   const live = objectOf(snapshot, resource, namespace, name);
   const plan = planDeleteItem({ cfg, namespace, item, existing: live && { uid: live.metadata?.uid ?? "" } }, {
@@ -187,13 +185,13 @@ async function planItem(
   if (item.problem) {
     return { ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true };
   }
-  const fail = failure(`SyncConfig ${cfg.key}: ${syncItemField(item, name)} in namespace ${namespace}`);
+  const fail = failure(syncItemSite({ cfg, namespace }, item, name));
   let resource: ResourceInfo;
   try {
     resource = resourceOf(snapshot, item.apiVersion, item.kind);
   } catch (e) {
     const f = fail(e);
-    return f.state === "failed" ? { ...base, action: "fail", reason: f.message, terminal: f.terminal } : undefined;
+    return { ...base, action: "fail", reason: f.message, terminal: f.terminal };
   }
   const { object: desired, hash } = await desiredObject(cfg, item, namespace);
   const live = objectOf(snapshot, resource, namespace, name);

@@ -18,13 +18,14 @@ import { renderTemplate } from "../model/template.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
-import { failure, type ItemAction, type ItemResult, tryOutcomeOf } from "./failures.ts";
+import { failure, type ItemAction, type ItemResult, specProblem, tryOutcomeOf } from "./failures.ts";
 import {
+  deleteItemSite,
   keysOf,
   planDeleteItem,
   planSyncItem,
   type PlanView,
-  syncItemField,
+  syncItemSite,
   type SyncPlan,
   type SyncTarget,
 } from "./planner.ts";
@@ -90,10 +91,8 @@ export class Executor {
 
   async syncItem(ref: ItemRef, item: SyncItemSpec): Promise<ItemResult> {
     const name = renderTemplate(item.name, ref.namespace);
-    const fail = failure(`SyncConfig ${ref.cfg.key}: ${syncItemField(item, name)} in namespace ${ref.namespace}`);
-    if (item.problem) {
-      return { state: "failed", message: `SyncConfig ${ref.cfg.key}: ${item.problem}`, terminal: true };
-    }
+    const fail = failure(syncItemSite(ref, item, name));
+    if (item.problem) return specProblem(ref.cfg.key, `.spec.syncItems[${item.index}]`, item.problem);
     let target: SyncTarget;
     try {
       const resource = await this.#resolve(item.apiVersion, item.kind);
@@ -184,12 +183,8 @@ export class Executor {
 
   async deleteItem(ref: ItemRef, item: DeleteItemSpec): Promise<ItemResult> {
     const name = renderTemplate(item.name, ref.namespace);
-    const fail = failure(
-      `SyncConfig ${ref.cfg.key}: .spec.deleteItems[${item.index}] (${item.kind} ${name}) in namespace ${ref.namespace}`,
-    );
-    if (item.problem) {
-      return { state: "failed", message: `SyncConfig ${ref.cfg.key}: ${item.problem}`, terminal: true };
-    }
+    const fail = failure(deleteItemSite(ref, item, name));
+    if (item.problem) return specProblem(ref.cfg.key, `.spec.deleteItems[${item.index}]`, item.problem);
     let resource: ResourceInfo;
     try {
       resource = await this.#resolve(item.apiVersion, item.kind);
@@ -208,7 +203,7 @@ export class Executor {
       this.#retries.succeeded(plan.retryKey);
       return { state: done };
     } catch (e) {
-      const result = fail(e) as ItemResult & { state: "failed" };
+      const result = fail(e);
       this.#retries.failed(plan.retryKey, plan.attempt, result, result.terminal, scopeOf(ref));
       return result;
     }

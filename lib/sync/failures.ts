@@ -20,21 +20,71 @@ export type ItemResult =
   | { state: "synced"; action: ItemAction; reason?: string; retryInMs?: number }
   | { state: "deleted" }
   | { state: "absent" }
-  /** `message` goes into status and Events (values redacted), `detail` into the log. */
-  | { state: "failed"; message: string; detail?: string; terminal: boolean };
+  /**
+   * `message` goes into status and Events (values redacted); `detail` and `fields` into the log, which only the
+   * cluster admin reads.
+   */
+  | { state: "failed"; message: string; detail?: string; fields?: FailureFields; terminal: boolean };
 
-/** Turns an error into the failure of one item; `prefix` names the SyncConfig, the item and the namespace. */
-export type Fail = (e: unknown) => ItemResult;
+/** Where an item failed: the SyncConfig, the item's field (`.spec.syncItems[2]`) and the object it names. */
+export interface FailureSite {
+  syncConfig: string;
+  namespace: string;
+  item: string;
+  kind?: string;
+  name?: string;
+}
 
-export function failure(prefix: string): Fail {
+/** A failure's fields in the log (see docs/reference.md, "Logs"): what a pipeline filters and groups by. */
+export interface FailureFields {
+  /** The item's field; a prune, which no item asks for, has none. */
+  item?: string;
+  kind?: string;
+  name?: string;
+  /** The HTTP status code and the Status reason (`Forbidden`, `Invalid`), when the API server refused it. */
+  code?: number;
+  reason?: string;
+  /** Why, unredacted. */
+  error: string;
+}
+
+/** How a failure's message begins: `SyncConfig ns/a: .spec.syncItems[0] (Role view) in namespace team-a`. */
+export function siteText(site: FailureSite): string {
+  const object = site.kind && site.name ? ` (${site.kind} ${site.name})` : "";
+  return `SyncConfig ${site.syncConfig}: ${site.item}${object} in namespace ${site.namespace}`;
+}
+
+/** Turns an error into the failure of one item at `site`. */
+export type Fail = (e: unknown) => ItemResult & { state: "failed" };
+
+export function failure(site: FailureSite): Fail {
+  const prefix = siteText(site);
   return (e) => {
     const reason = reasonOf(e);
+    const fields: FailureFields = { item: site.item, kind: site.kind, name: site.name, ...errorFields(e) };
     return {
       state: "failed",
       message: `${prefix}: ${redactValues(reason)}`,
       detail: `${prefix}: ${reason}`,
+      fields,
       terminal: isTerminal(e),
     };
+  };
+}
+
+/** The log fields of an error: the API server's code and reason when it refused, and why, unredacted. */
+export function errorFields(e: unknown): Pick<FailureFields, "code" | "reason" | "error"> {
+  const error = reasonOf(e);
+  return e instanceof ApiError ? { code: e.code, reason: e.reason, error } : { error };
+}
+
+/** An item the SyncConfig's spec got wrong (`problem` names the field): it fails before any request. */
+export function specProblem(syncConfig: string, item: string, problem: string): ItemResult & { state: "failed" } {
+  return {
+    state: "failed",
+    message: `SyncConfig ${syncConfig}: ${problem}`,
+    fields: { item, error: problem },
+    terminal: true,
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Executor } from "./executor.ts";
-import type { ItemAction, ItemResult } from "./failures.ts";
+import type { FailureFields, ItemAction, ItemResult } from "./failures.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
 import { writeWaves } from "../model/waves.ts";
@@ -21,10 +21,16 @@ export interface NamespaceOutcome {
   errors: string[];
 }
 
+/** A failure as the log writes it (see docs/reference.md, "Logs"). */
+export interface LoggedFailure {
+  message: string;
+  fields?: FailureFields;
+}
+
 export interface ConfigInNamespace {
   outcome: NamespaceOutcome;
-  /** The failures for the log, values unredacted. */
-  details: string[];
+  /** The failures for the log, values unredacted, with their fields. */
+  details: LoggedFailure[];
   /** A transient failure: queue the namespace again with backoff. */
   retry: boolean;
   wrote: boolean;
@@ -44,10 +50,9 @@ export async function syncConfigInNamespace(
     try {
       return await run();
     } catch (e) {
-      const message = `SyncConfig ${cfg.key}: ${field} in namespace ${namespace}: unexpected error: ${
-        e instanceof Error ? e.message : e
-      }`;
-      return { state: "failed", message, terminal: false };
+      const error = `unexpected error: ${e instanceof Error ? e.message : e}`;
+      const message = `SyncConfig ${cfg.key}: ${field} in namespace ${namespace}: ${error}`;
+      return { state: "failed", message, fields: { item: field, error }, terminal: false };
     }
   };
   const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
@@ -85,7 +90,7 @@ export async function syncConfigInNamespace(
     }));
   }
   const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-  const details: string[] = [];
+  const details: LoggedFailure[] = [];
   let retry = false;
   let wrote = false;
   let retryInMs: number | undefined;
@@ -99,7 +104,7 @@ export async function syncConfigInNamespace(
     else if (r.state === "failed") {
       outcome.failed++;
       outcome.errors.push(r.message);
-      details.push(r.detail ?? r.message);
+      details.push({ message: r.detail ?? r.message, fields: r.fields });
       // A transient failure requeues the namespace with backoff, so it is retried without waiting for a pass.
       // A terminal one waits for a change (the next pass finds its attempt in the retry book: no request).
       retry ||= !r.terminal;

@@ -8,7 +8,7 @@ import type { ResourceInfo } from "../kube/discovery.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
 import type { CachedObject, ExistingObject } from "./cached_object.ts";
-import { failure, type ItemResult, OwnedByOther } from "./failures.ts";
+import { failure, type FailureSite, type ItemResult, OwnedByOther } from "./failures.ts";
 import { assess, type Memo } from "./verdict.ts";
 
 /** What the planner may read besides the object itself. */
@@ -111,9 +111,18 @@ export function keysOf(t: SyncTarget, restore = false): ItemKeys {
   };
 }
 
-/** The field an item is known by in messages, with the object it names in this namespace. */
-export function syncItemField(item: SyncItemSpec, renderedName?: string): string {
-  return `.spec.syncItems[${item.index}]` + (item.kind && renderedName ? ` (${item.kind} ${renderedName})` : "");
+/** The SyncConfig and namespace of an item. */
+type SiteRef = { cfg: { key: string }; namespace: string };
+
+/** Where a syncItem fails, for messages and the log: its field, with the object it names in this namespace. */
+export function syncItemSite(ref: SiteRef, item: SyncItemSpec, renderedName?: string): FailureSite {
+  const site = { syncConfig: ref.cfg.key, namespace: ref.namespace, item: `.spec.syncItems[${item.index}]` };
+  return item.kind && renderedName ? { ...site, kind: item.kind, name: renderedName } : site;
+}
+
+export function deleteItemSite(ref: SiteRef, item: DeleteItemSpec, renderedName: string): FailureSite {
+  const field = `.spec.deleteItems[${item.index}]`;
+  return { syncConfig: ref.cfg.key, namespace: ref.namespace, item: field, kind: item.kind, name: renderedName };
 }
 
 export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; memo?: Memo } {
@@ -122,8 +131,7 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
   const { observed } = t;
   const owner = observed?.owner;
   if (owner && owner !== t.cfg.key && view.claims(owner, t.resource, t.namespace, name)) {
-    const fail = failure(`SyncConfig ${t.cfg.key}: ${syncItemField(t.item, name)} in namespace ${t.namespace}`);
-    return { plan: { kind: "fail", result: fail(new OwnedByOther(owner)) as ItemResult & { state: "failed" } } };
+    return { plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(owner)) } };
   }
   const assessment = observed && assess(t.desired, t.hash, observed, view.serverAdds(keys.itemKey));
   const memo = assessment?.memo;

@@ -8,11 +8,13 @@ import type { KubeClient } from "../kube/client.ts";
 import { type Discovery, UnknownKindError } from "../kube/discovery.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { Applier } from "./applier.ts";
-import { type ItemAction, reasonOf } from "./failures.ts";
+import { errorFields, type FailureFields, type ItemAction, reasonOf } from "./failures.ts";
 import type { PruneCandidate, PrunePlan } from "./prune.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
 
-export type PruneResult = { state: "deleted" | "absent" } | { state: "failed"; message: string };
+export type PruneResult =
+  | { state: "deleted" | "absent" }
+  | { state: "failed"; message: string; fields: FailureFields };
 
 export class Pruner {
   readonly #applier: Applier;
@@ -60,7 +62,8 @@ export class Pruner {
       deleted = done === "deleted";
       return { state: done };
     } catch (e) {
-      return { state: "failed", message: `${p.message}: could not delete it: ${reasonOf(e)}` };
+      const fields = { kind: resource.kind, name, ...errorFields(e) };
+      return { state: "failed", message: `${p.message}: could not delete it: ${reasonOf(e)}`, fields };
     } finally {
       this.caches.endDelete(resource, objectKey, deleted);
     }

@@ -26,7 +26,8 @@ for (const [name, error, terminal] of CASES) {
 }
 
 Deno.test("failure names the item and redacts quoted values in the message, not in the detail", () => {
-  const result = failure("SyncConfig a/b: .spec.syncItems[0] (Service s) in namespace n")(
+  const site = { syncConfig: "a/b", namespace: "n", item: ".spec.syncItems[0]", kind: "Service", name: "s" };
+  const result = failure(site)(
     new ApiError(422, "Invalid", 'Service "s" is invalid: spec.ports[0].port: Invalid value: 99999: must be ...'),
   );
   assert.equal(result.state, "failed");
@@ -35,4 +36,26 @@ Deno.test("failure names the item and redacts quoted values in the message, not 
   assert.match(result.message, /^SyncConfig a\/b: \.spec\.syncItems\[0\] \(Service s\) in namespace n: the API server/);
   assert.doesNotMatch(result.message, /99999/);
   assert.match(result.detail ?? "", /99999/);
+});
+
+Deno.test("failure gives the log the item, the object, the API server's code and reason, and the error unredacted", () => {
+  const site = { syncConfig: "a/b", namespace: "n", item: ".spec.syncItems[0]", kind: "Service", name: "s" };
+  const result = failure(site)(new ApiError(403, "Forbidden", 'services "s" is forbidden: User "x" cannot update'));
+  assert.deepEqual(result.fields, {
+    item: ".spec.syncItems[0]",
+    kind: "Service",
+    name: "s",
+    code: 403,
+    reason: "Forbidden",
+    error: result.fields?.error,
+  });
+  assert.match(result.fields?.error ?? "", /services "s" is forbidden/);
+});
+
+Deno.test("failure of something that is no API error has no code or reason", () => {
+  const site = { syncConfig: "a/b", namespace: "n", item: ".spec.deleteItems[1]", kind: "Secret", name: "t" };
+  const { fields } = failure(site)(new TypeError("connection reset"));
+  assert.equal(fields?.code, undefined);
+  assert.equal(fields?.reason, undefined);
+  assert.match(fields?.error ?? "", /connection reset/);
 });
