@@ -97,10 +97,16 @@ export class ConfigChanges {
       this.d.running().executor?.forgetConfig(key); // a new generation is tried at once, in every namespace
       this.#specChanged();
       const result = entry.result;
-      if (!result.ok) log.warn("{message}", { syncConfig: key, message: result.message });
+      if (!result.ok) log.error("{message}", { syncConfig: key, error: result.message, message: result.message });
       else {
         for (const p of result.config.syncItems.filter((i) => i.problem)) {
-          log.warn("{message}", { syncConfig: key, message: `SyncConfig ${key}: ${p.problem}` });
+          const item = `.spec.syncItems[${p.index}]`;
+          log.error("{message}", {
+            syncConfig: key,
+            item,
+            error: p.problem,
+            message: `SyncConfig ${key}: ${p.problem}`,
+          });
         }
         this.#warnTemplatedDeletes(sc, result.config);
       }

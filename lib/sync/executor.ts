@@ -15,6 +15,7 @@ import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
 import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
+import { deletePlanWords, logDecision, syncPlanWords } from "./plan_words.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
@@ -91,7 +92,8 @@ export class Executor {
 
   async syncItem(ref: ItemRef, item: SyncItemSpec): Promise<ItemResult> {
     const name = renderTemplate(item.name, ref.namespace);
-    const fail = failure(syncItemSite(ref, item, name));
+    const site = syncItemSite(ref, item, name);
+    const fail = failure(site);
     if (item.problem) return specProblem(ref.cfg.key, `.spec.syncItems[${item.index}]`, item.problem);
     let target: SyncTarget;
     try {
@@ -117,6 +119,9 @@ export class Executor {
       ({ plan, memo } = planSyncItem(target, this.#view));
       remember(target.observed!, memo);
     }
+    const decided = plan;
+    const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(decided), result);
+    if (plan.kind !== "create" && plan.kind !== "update") logged();
     switch (plan.kind) {
       case "none":
         this.#retries.succeeded(keys.retryKey);
@@ -124,7 +129,6 @@ export class Executor {
       case "hold":
         return { state: "synced", action: "none", retryInMs: plan.retryInMs };
       case "backoff":
-        return plan.result;
       case "fail":
         return plan.result;
     }
@@ -144,6 +148,7 @@ export class Executor {
       this.#retries.failed(tried.retryKey, tried.attempt, result, decision.attempt === "terminal", scopeOf(ref));
     }
     if (result.state !== "failed") this.caches.rewritten(target.resource, tried.objectKey);
+    logged(result);
     return result;
   }
 
@@ -183,7 +188,8 @@ export class Executor {
 
   async deleteItem(ref: ItemRef, item: DeleteItemSpec): Promise<ItemResult> {
     const name = renderTemplate(item.name, ref.namespace);
-    const fail = failure(deleteItemSite(ref, item, name));
+    const site = deleteItemSite(ref, item, name);
+    const fail = failure(site);
     if (item.problem) return specProblem(ref.cfg.key, `.spec.deleteItems[${item.index}]`, item.problem);
     let resource: ResourceInfo;
     try {
@@ -195,18 +201,23 @@ export class Executor {
     if (!(await ready(cache))) return fail(new Error(cacheProblem(resource, cache.lastError)));
     const key = `${ref.namespace}/${name}`;
     const plan = planDeleteItem({ ...ref, item, existing: cache.get(key) }, this.#view);
-    if (plan.kind === "absent") return { state: "absent" };
-    if (plan.kind === "backoff") return plan.result;
+    const logged = (result?: ItemResult) => logDecision(site, () => deletePlanWords(plan), result);
+    if (plan.kind !== "delete") {
+      logged();
+      return plan.kind === "absent" ? { state: "absent" } : plan.result;
+    }
+    let result: ItemResult;
     try {
-      const done = await this.#applier.delete(resource, ref.namespace, name, plan.uid);
+      result = { state: await this.#applier.delete(resource, ref.namespace, name, plan.uid) };
       cache.forget(key);
       this.#retries.succeeded(plan.retryKey);
-      return { state: done };
     } catch (e) {
-      const result = fail(e);
-      this.#retries.failed(plan.retryKey, plan.attempt, result, result.terminal, scopeOf(ref));
-      return result;
+      const failed = fail(e);
+      this.#retries.failed(plan.retryKey, plan.attempt, failed, failed.terminal, scopeOf(ref));
+      result = failed;
     }
+    logged(result);
+    return result;
   }
 
   /** The SyncConfig went or changed generation, or the namespace went: its retries start over. */

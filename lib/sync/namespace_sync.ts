@@ -60,6 +60,7 @@ export async function syncConfigInNamespace(
     if (r.state === "deleted") {
       recordChange(cfg.key, "delete", namespace);
       log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
+        item: `.spec.deleteItems[${item.index}]`,
         kind: item.kind,
         namespace,
         name: renderTemplate(item.name, namespace),
@@ -79,6 +80,7 @@ export async function syncConfigInNamespace(
         recordChange(cfg.key, r.action, namespace);
         log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
           action: r.action === "create" ? "Created" : r.action === "recreate" ? "Recreated" : "Updated",
+          item: `.spec.syncItems[${item.index}]`,
           kind: item.kind,
           namespace,
           name: renderTemplate(item.name, namespace),

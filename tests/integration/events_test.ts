@@ -1,9 +1,9 @@
 /** Kubernetes Events on SyncConfigs: specific, and aggregated instead of repeated every pass. */
 import assert from "node:assert/strict";
-import { configure, getConfig, type LogRecord, reset } from "@logtape/logtape";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { renderMessage } from "../../lib/app/logging.ts";
 import { counterValue, createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
+import { withLogRecords } from "./log_records.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -120,30 +120,6 @@ Deno.test("A deleteItem with ${PROJECT_NAME} in its name is warned about once, i
     admin.close();
   }
 });
-
-/**
- * Runs `fn` with the controller's log records (category `espejo`, every level) collected in the array it gets.
- * LogTape's configuration is global to this file's worker, whose tests run one at a time; the previous one (the
- * harness's, with ESPEJO_TEST_LOG) is put back after.
- */
-async function withLogRecords<T>(fn: (records: LogRecord[]) => Promise<T>): Promise<T> {
-  const previous = getConfig();
-  const records: LogRecord[] = [];
-  await configure({
-    reset: true,
-    sinks: { records: (r) => records.push(r) },
-    loggers: [
-      { category: ["espejo"], lowestLevel: "debug", sinks: ["records"] },
-      { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["records"] },
-    ],
-  });
-  try {
-    return await fn(records);
-  } finally {
-    if (previous) await configure({ ...previous, reset: true });
-    else await reset();
-  }
-}
 
 Deno.test(
   "A deleteItem with ${PROJECT_NAME} of a SyncConfig that exists before the controller starts is warned about once",
