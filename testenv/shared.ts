@@ -71,8 +71,28 @@ export function clientFor(c: TestCluster, identity: Identity = c.admin): HttpKub
 }
 
 export async function auditEvents(c: TestCluster): Promise<AuditEvent[]> {
-  const text = await Deno.readTextFile(c.auditLogPath).catch(() => "");
+  const text = await auditCaughtUp(c);
   return text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditEvent);
+}
+
+/**
+ * The audit log's text once it holds every request answered before this call. The API server writes a request's
+ * event after it has sent the reply, so a client can see a write's effect before its event is in the file (on a busy
+ * machine, long enough to miss it). A request sent now and found in the log afterwards is the barrier.
+ */
+async function auditCaughtUp(c: TestCluster): Promise<string> {
+  const read = () => Deno.readTextFile(c.auditLogPath).catch(() => "");
+  const marker = `audit-barrier-${crypto.randomUUID()}`;
+  const admin = clientFor(c);
+  try {
+    await admin.request({ method: "GET", path: `/api/v1/namespaces/default/configmaps/${marker}` }).catch(() => {});
+  } finally {
+    admin.close();
+  }
+  return await eventually(async () => {
+    const text = await read();
+    return text.includes(marker) ? text : undefined;
+  }, 30_000, "the audit log to hold a request sent before it was read");
 }
 
 /** Polls `check` until it returns a truthy value or the deadline passes; the last error is rethrown. */
