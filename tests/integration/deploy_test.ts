@@ -1,6 +1,6 @@
 /**
- * deploy/ as users apply it: `kubectl apply -k deploy/`, and the kustomization of docs/migration.md's steps that
- * puts it into the Go espejo's namespace. Rendered by kubectl's kustomize and accepted by the real API server
+ * deploy/ as users apply it: `kubectl apply -k deploy/` and its opt-ins, and the kustomization of docs/migration.md's
+ * steps that puts it into the Go espejo's namespace. Rendered by kubectl's kustomize and accepted by the real API server
  * (server-side dry run: validation and admission, nothing stored).
  */
 import assert from "node:assert/strict";
@@ -96,6 +96,10 @@ Deno.test("deploy/ and the migration kustomization render and are accepted by th
     }
     await kubectl(["apply", "--dry-run=server", "-k", overlay], kubeconfig);
     await kubectl(["apply", "--dry-run=server", "-k", join(repoRoot, "deploy")], kubeconfig);
+    // The opt-ins, each applied on its own as docs/install.md says.
+    for (const optIn of Deno.readDirSync(join(repoRoot, "deploy", "opt-in"))) {
+      await kubectl(["apply", "--dry-run=server", "-k", join(repoRoot, "deploy", "opt-in", optIn.name)], kubeconfig);
+    }
   } finally {
     admin.close();
     await Deno.remove(overlay, { recursive: true });
