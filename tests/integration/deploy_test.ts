@@ -70,10 +70,14 @@ Deno.test("deploy/ and the migration kustomization render and are accepted by th
       if (["CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"].includes(o.kind!)) continue;
       assert.equal(o.metadata?.namespace, "appuio-espejo", `${o.kind} ${o.metadata?.name}`);
     }
-    const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as KubeObject & {
+    // Every binding to espejo's ServiceAccount, the Events Role's among them, follows it into appuio-espejo.
+    const bindings = objects.filter((o) =>
+      o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding"
+    ) as (KubeObject & {
       subjects: { namespace: string }[];
-    };
-    assert.deepEqual(binding.subjects.map((s) => s.namespace), ["appuio-espejo"]);
+    })[];
+    assert.ok(bindings.some((b) => b.metadata?.name === "espejo-events"));
+    for (const b of bindings) assert.deepEqual(b.subjects.map((s) => s.namespace), ["appuio-espejo"], b.metadata?.name);
     const deployment = objects.find((o) => o.kind === "Deployment") as KubeObject & {
       spec: { template: { spec: { containers: { env: { name: string; valueFrom?: unknown }[] }[] } } };
     };
