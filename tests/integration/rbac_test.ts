@@ -124,7 +124,7 @@ Deno.test(
       assert.match(message, /\.spec\.syncItems\[1\] \(Secret creds\) in namespace /);
       assert.match(
         message,
-        /User "system:serviceaccount:[^"]+:espejo" cannot list resource "secrets" in API group "" at the cluster scope/,
+        /User "system:serviceaccount:[^"]+:espejo" cannot (list|watch) resource "secrets" in API group "" at the cluster scope/,
       );
       assert.match(
         message,
