@@ -23,7 +23,9 @@ export function missingRightHint(reason: string): string {
   if (denied) {
     const [, , resource, group] = denied;
     const optIn = group === "" ? OPT_IN_KINDS[resource.split("/")[0]] : undefined;
-    if (optIn) return `; espejo gets ${resource} only on request: kubectl apply -k ${optIn} (docs/install.md#rbac)`;
+    if (optIn) {
+      return `; espejo gets ${resource} only on request: kubectl apply -k ${optIn} (docs/install.md#opt-in-kinds)`;
+    }
     return `; grant it to espejo with a ClusterRole labelled sync.appuio.ch/aggregate-to-espejo: "true" ` +
       "(docs/install.md#syncing-other-kinds)";
   }

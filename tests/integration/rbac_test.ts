@@ -128,7 +128,7 @@ Deno.test(
       );
       assert.match(
         message,
-        /espejo gets secrets only on request: kubectl apply -k deploy\/opt-in\/secrets \(docs\/install\.md#rbac\)/,
+        /espejo gets secrets only on request: kubectl apply -k deploy\/opt-in\/secrets \(docs\/install\.md#opt-in-kinds\)/,
       );
       const events = await eventually(
         async () => {

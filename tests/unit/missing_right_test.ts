@@ -9,7 +9,7 @@ const CASES: [string, string, RegExp | ""][] = [
     "a Secret cache that cannot list",
     `cannot list and watch secrets: the API server refused it (403 Forbidden: secrets is forbidden: ${SA} cannot ` +
     'list resource "secrets" in API group "" at the cluster scope)',
-    /^; espejo gets secrets only on request: kubectl apply -k deploy\/opt-in\/secrets \(docs\/install\.md#rbac\)$/,
+    /^; espejo gets secrets only on request: kubectl apply -k deploy\/opt-in\/secrets \(docs\/install\.md#opt-in-kinds\)$/,
   ],
   [
     "a Secret write",
