@@ -30,6 +30,7 @@ import { colorOf, lineChart } from "./charts.ts";
 import { timelineOf } from "./timeline.ts";
 import { shippedFlags } from "../testenv/permissions.ts";
 import { imageEnvironment } from "../testenv/image_env.ts";
+import { espejoIdentity, optIn } from "../testenv/espejo_rbac.ts";
 
 const M = 5;
 const K = ITEMS_PER_CONFIG;
@@ -303,7 +304,8 @@ async function runSize(N: number): Promise<SizeResult> {
   const admin = cp.client();
   try {
     await installBase(cp.client());
-    const identity = await cp.serviceAccount(CONFIG_NS, "espejo", "espejo-manager");
+    await optIn(admin, "secrets"); // the workload's deleteItems name Secrets
+    const identity = await espejoIdentity(admin, CONFIG_NS);
     const kubeconfig = join(dir, "kubeconfig");
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
     const [metricsPort, healthPort] = await freePorts(2);

@@ -11,9 +11,10 @@ import { Reflector } from "../lib/kube/reflector.ts";
 import { Metrics } from "../lib/metrics/metrics.ts";
 import type { KubeObject } from "../lib/kube/objects.ts";
 import { repoRoot } from "../testenv/build.ts";
-import { ControlPlane, createServiceAccount } from "../testenv/controlplane.ts";
+import { ControlPlane } from "../testenv/controlplane.ts";
 import { applyObject } from "../testenv/apply.ts";
 import { installBase } from "../testenv/shared.ts";
+import { espejoIdentity } from "../testenv/espejo_rbac.ts";
 
 const bold = (s: string) => `\x1b[1m${s}\x1b[0m`;
 const dim = (s: string) => `\x1b[2m${s}\x1b[0m`;
@@ -45,7 +46,7 @@ try {
 
   const sample = parse(await Deno.readTextFile(join(repoRoot, "deploy/samples/syncconfig.yaml"))) as KubeObject;
   const items = (sample.spec as { syncItems: KubeObject[] }).syncItems.map((i) => `${i.kind} ${i.metadata!.name}`);
-  const identity = await createServiceAccount(admin, "espejo-system", "espejo", "espejo-manager");
+  const identity = await espejoIdentity(admin, "espejo-system");
   say(`  ${at()} The controller runs as ${identity.username}, with the RBAC of deploy/`);
 
   // Narration: watch what espejo writes.

@@ -212,7 +212,12 @@ export class ControlPlane {
   }
 
   /** A restricted identity bound to `clusterRole`; see {@link createServiceAccount}. */
-  async serviceAccount(namespace: string, name: string, clusterRole: string, role?: string): Promise<Identity> {
+  async serviceAccount(
+    namespace: string,
+    name: string,
+    clusterRole: string,
+    role?: string | string[],
+  ): Promise<Identity> {
     const admin = this.client();
     try {
       return await createServiceAccount(admin, namespace, name, clusterRole, role);
@@ -317,7 +322,7 @@ export function delay(ms: number): Promise<void> {
 }
 
 /**
- * A restricted identity: ServiceAccount `namespace/name`, bound to ClusterRole `clusterRole` (and, if given, Role
+ * A restricted identity: ServiceAccount `namespace/name`, bound to ClusterRole `clusterRole` (and, if given, the Roles
  * `role` in `namespace`), with a token from the TokenRequest API. This is how the controller runs in a pod.
  */
 export async function createServiceAccount(
@@ -325,7 +330,7 @@ export async function createServiceAccount(
   namespace: string,
   name: string,
   clusterRole: string,
-  role?: string,
+  role?: string | string[],
 ): Promise<Identity> {
   const create = async (path: string, body: unknown) => {
     await admin.request({ method: "POST", path, body }).catch((e) => {
@@ -346,12 +351,12 @@ export async function createServiceAccount(
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: clusterRole },
     subjects,
   });
-  if (role) {
+  for (const r of [role ?? []].flat()) {
     await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "RoleBinding",
-      metadata: { name: `${name}-${role}` },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role },
+      metadata: { name: `${name}-${r}` },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: r },
       subjects,
     });
   }

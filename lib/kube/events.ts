@@ -9,6 +9,7 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./client.ts";
 import { createEvent, patchEvent } from "./api/core_v1_client.ts";
+import { isForbidden } from "./errors.ts";
 
 const log = getLogger(["espejo", "events"]);
 
@@ -55,6 +56,8 @@ export class EventRecorder {
   readonly #seen = new Map<string, Recorded>();
   /** Tokens per involved object (uid) and when the last was added. */
   readonly #buckets = new Map<string, { tokens: number; refilledAt: number }>();
+  /** Namespaces where writing Events was refused (403), said once each. */
+  readonly #refusedIn = new Set<string>();
 
   constructor(
     private readonly client: KubeClient,
@@ -63,7 +66,10 @@ export class EventRecorder {
     private readonly clock: EventClock = realClock,
   ) {}
 
-  /** Records an event; never throws (an event that cannot be written is logged at debug level and dropped). */
+  /**
+   * Records an event; never throws. An event that cannot be written is dropped and logged at debug level, or at
+   * warning level once per namespace when a right is missing (403).
+   */
   async emit(target: EventTarget, type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
     const text = message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message;
     const key = `${target.uid}\u0000${type}\u0000${reason}\u0000${text}`;
@@ -157,6 +163,17 @@ export class EventRecorder {
   /** The event may have expired (1 h TTL by default): forget it so that the next repeat creates a new one. */
   #failed(key: string, reason: string, target: EventTarget, e: unknown): void {
     this.#forget(key);
+    if (isForbidden(e) && !this.#refusedIn.has(target.namespace)) {
+      // A missing right stays missing: said once per namespace, where the cluster admin looks.
+      if (this.#refusedIn.size < MAX_REMEMBERED) this.#refusedIn.add(target.namespace);
+      log.warn(
+        "Cannot record Events in namespace {namespace}: {error}; deploy/ grants Events only in espejo's own " +
+          "namespace: with WATCH_NAMESPACE empty, kubectl apply -k deploy/opt-in/events-in-every-namespace " +
+          "(docs/reference.md#events)",
+        { namespace: target.namespace, error: String(e) },
+      );
+      return;
+    }
     log.debug("Could not record event {reason} on SyncConfig {namespace}/{name}: {error}", {
       reason,
       namespace: target.namespace,

@@ -3,6 +3,7 @@ import { formatChange } from "../model/field_diff.ts";
 import type { ConfigPlan, PlanEntry, PlannedAction } from "./plan.ts";
 import type { Comparison } from "./comparison.ts";
 import type { Right } from "./rights.ts";
+import { OPT_IN_KINDS } from "../sync/missing_right.ts";
 
 export interface PlanReport {
   configs: ConfigPlan[];
@@ -117,8 +118,13 @@ export function renderText(r: PlanReport): string {
   lines.push(`Rights checked for ${identity}:`);
   if (error) lines.push(`  ${error}`);
   else if (missing.length) {
-    const list = missing.map((m) => `${m.verb} ${m.group ? `${m.resource}.${m.group}` : m.resource}`).join(", ");
+    const list = missing.map((m) =>
+      `${m.verb} ${m.group ? `${m.resource}.${m.group}` : m.resource}${m.namespace ? ` in ${m.namespace}` : ""}`
+    ).join(", ");
     lines.push(`  it lacks ${missing.length}: ${list}`);
+    const optIns = new Set(missing.flatMap((m) => (!m.group && OPT_IN_KINDS[m.resource]) || []));
+    for (const dir of optIns) lines.push(`  opt in: kubectl apply -k ${dir}`);
+    lines.push("  how to grant rights to espejo: docs/install.md#rbac");
   } else lines.push("  it has every right this plan needs.");
   return lines.join("\n");
 }

@@ -13,6 +13,8 @@ export interface Right {
   group: string;
   resource: string;
   verb: string;
+  /** Only this namespace (Events, which go beside their SyncConfig); cluster-wide without. */
+  namespace?: string;
 }
 
 /** What the controller needs: its own resources, and for each item kind what syncing, adopting and pruning use. */
@@ -21,13 +23,19 @@ export function neededRights(snapshot: Snapshot, plans: ConfigPlan[]): Right[] {
   const add = (group: string, resource: string, ...verbs: string[]) => {
     for (const verb of verbs) out.set(`${group}/${resource}/${verb}`, { group, resource, verb });
   };
+  const addIn = (namespace: string, group: string, resource: string, ...verbs: string[]) => {
+    for (const verb of verbs) {
+      out.set(`${group}/${resource}/${verb}/${namespace}`, { group, resource, verb, namespace });
+    }
+  };
   add("", "namespaces", "list", "watch");
   add("sync.appuio.ch", "syncconfigs", "list", "watch");
   add("sync.appuio.ch", "syncconfigs/status", "patch");
-  add("", "events", "create", "patch");
   const pruning = plans.some((p) => p.pruning);
   if (pruning) add("sync.appuio.ch", "syncconfigs", "patch"); // the prune finalizer
   for (const { syncConfig } of snapshot.syncConfigs) {
+    // Events are recorded on the SyncConfig, so in its namespace (deploy/ grants them only in espejo's own).
+    addIn(syncConfig.metadata?.namespace ?? "", "", "events", "create", "patch");
     const resolve = (i: { apiVersion?: unknown; kind?: unknown }) => {
       const r = snapshot.resources.get(kindKey(String(i?.apiVersion), String(i?.kind)));
       return r instanceof Error || !r?.namespaced ? undefined : r as ResourceInfo;
@@ -64,7 +72,11 @@ export async function missingRights(
         body: {
           apiVersion: "authorization.k8s.io/v1",
           kind: "SubjectAccessReview",
-          spec: { user, groups, resourceAttributes: { group: r.group, resource, subresource, verb: r.verb } },
+          spec: {
+            user,
+            groups,
+            resourceAttributes: { group: r.group, resource, subresource, verb: r.verb, namespace: r.namespace },
+          },
         },
       });
       if (review.status?.allowed !== true) missing.push(r);

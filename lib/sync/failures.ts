@@ -12,6 +12,7 @@ import { ApiError, isConflict, isRetriable } from "../kube/errors.ts";
 import type { TryOutcome } from "./retry_policy.ts";
 import { UnknownKindError } from "../kube/discovery.ts";
 import { redactValues } from "../model/redact.ts";
+import { missingRightHint } from "./missing_right.ts";
 
 export type ItemAction = "create" | "update" | "recreate" | "delete" | "prune" | "none";
 
@@ -60,8 +61,15 @@ export type Fail = (e: unknown) => ItemResult & { state: "failed" };
 export function failure(site: FailureSite): Fail {
   const prefix = siteText(site);
   return (e) => {
-    const reason = reasonOf(e);
-    const fields: FailureFields = { item: site.item, kind: site.kind, name: site.name, ...errorFields(e) };
+    const why = reasonOf(e);
+    const reason = why + missingRightHint(why);
+    const fields: FailureFields = {
+      item: site.item,
+      kind: site.kind,
+      name: site.name,
+      ...errorFields(e),
+      error: reason,
+    };
     return {
       state: "failed",
       message: `${prefix}: ${redactValues(reason)}`,

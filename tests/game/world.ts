@@ -261,7 +261,11 @@ export async function createWorld(cluster: TestCluster, intervalMs: number): Pro
   await createNamespace(admin, ns, { [SELECT_LABEL]: gameId });
   const tenant = await createTenant(cluster, admin, ns);
   const nsAdmin = await createNamespaceAdmin(cluster, admin, ns);
-  const controller = await startController(cluster, { watchNamespace: cfgNs, reconcileIntervalMs: intervalMs });
+  const controller = await startController(cluster, {
+    watchNamespace: cfgNs,
+    reconcileIntervalMs: intervalMs,
+    optIn: ["secrets"],
+  });
   const prune: GameConfig = { name: "game-prune", key: `${cfgNs}/game-prune`, prune: true };
   const keep: GameConfig = { name: "game-keep", key: `${cfgNs}/game-keep`, prune: false };
   const items = itemsOf(ns, prune, keep);

@@ -14,9 +14,10 @@ import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { ApiError, isNotFound } from "../../lib/kube/errors.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import { repoRoot } from "../../testenv/build.ts";
-import { createServiceAccount, type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
+import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const LABEL = { "sync.appuio.ch/managed-by": "espejo" };
@@ -139,7 +140,7 @@ Deno.test(
     const kubeconfig = `${dir}.kubeconfig`;
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
     // The identity the harness runs the controller as (deploy/'s ServiceAccount name, in the test's namespace).
-    const espejo: Identity = await createServiceAccount(admin, cfgNs, "espejo", "espejo-manager");
+    const espejo: Identity = await espejoIdentity(admin, cfgNs);
     await overlay(dir, suffix, espejo.username, ns);
     const tenant = await createTenant(c, admin, ns);
     const tenantName = `system:serviceaccount:${ns}:tenant`;

@@ -134,7 +134,7 @@ Deno.test("Bad input gets a specific message, and everything else carries on", o
   const admin = clientFor(c);
   const cfgNs = uniqueName("cfg");
   const ns = uniqueName("bad");
-  const ctl = await startController(c, { watchNamespace: cfgNs });
+  const ctl = await startController(c, { watchNamespace: cfgNs, optIn: ["secrets"] });
   try {
     await createNamespace(admin, ns);
     // Something unrelated that must survive everything below.

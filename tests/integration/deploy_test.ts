@@ -1,6 +1,6 @@
 /**
- * deploy/ as users apply it: `kubectl apply -k deploy/`, and the kustomization of docs/migration.md's steps that
- * puts it into the Go espejo's namespace. Rendered by kubectl's kustomize and accepted by the real API server
+ * deploy/ as users apply it: `kubectl apply -k deploy/` and its opt-ins, and the kustomization of docs/migration.md's
+ * steps that puts it into the Go espejo's namespace. Rendered by kubectl's kustomize and accepted by the real API server
  * (server-side dry run: validation and admission, nothing stored).
  */
 import assert from "node:assert/strict";
@@ -70,10 +70,14 @@ Deno.test("deploy/ and the migration kustomization render and are accepted by th
       if (["CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"].includes(o.kind!)) continue;
       assert.equal(o.metadata?.namespace, "appuio-espejo", `${o.kind} ${o.metadata?.name}`);
     }
-    const binding = objects.find((o) => o.kind === "ClusterRoleBinding") as KubeObject & {
+    // Every binding to espejo's ServiceAccount, the Events Role's among them, follows it into appuio-espejo.
+    const bindings = objects.filter((o) =>
+      o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding"
+    ) as (KubeObject & {
       subjects: { namespace: string }[];
-    };
-    assert.deepEqual(binding.subjects.map((s) => s.namespace), ["appuio-espejo"]);
+    })[];
+    assert.ok(bindings.some((b) => b.metadata?.name === "espejo-events"));
+    for (const b of bindings) assert.deepEqual(b.subjects.map((s) => s.namespace), ["appuio-espejo"], b.metadata?.name);
     const deployment = objects.find((o) => o.kind === "Deployment") as KubeObject & {
       spec: { template: { spec: { containers: { env: { name: string; valueFrom?: unknown }[] }[] } } };
     };
@@ -96,6 +100,10 @@ Deno.test("deploy/ and the migration kustomization render and are accepted by th
     }
     await kubectl(["apply", "--dry-run=server", "-k", overlay], kubeconfig);
     await kubectl(["apply", "--dry-run=server", "-k", join(repoRoot, "deploy")], kubeconfig);
+    // The opt-ins, each applied on its own as docs/install.md says.
+    for (const optIn of Deno.readDirSync(join(repoRoot, "deploy", "opt-in"))) {
+      await kubectl(["apply", "--dry-run=server", "-k", join(repoRoot, "deploy", "opt-in", optIn.name)], kubeconfig);
+    }
   } finally {
     admin.close();
     await Deno.remove(overlay, { recursive: true });

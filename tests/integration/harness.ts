@@ -1,12 +1,13 @@
 /**
- * Runs the controller in-process against the test control plane, under the ServiceAccount identity and the
- * ClusterRole from deploy/ (never as admin), and helpers to read what it did.
+ * Runs the controller in-process against the test control plane, under the ServiceAccount identity and the RBAC
+ * of deploy/ (never as admin), opted in to what a test syncs beyond the common kinds, and helpers to read what it did.
  */
 import { Controller } from "../../lib/controller/controller.ts";
 import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
-import { type AuditEvent, createServiceAccount, type Identity } from "../../testenv/controlplane.ts";
+import type { AuditEvent, Identity } from "../../testenv/controlplane.ts";
+import { DEPLOYED, espejoIdentity, type ManagerRole, type OptIn, optIn } from "../../testenv/espejo_rbac.ts";
 import { auditEvents, clientFor, eventually, type TestCluster } from "../../testenv/shared.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
 import { setupLogging } from "../../lib/app/logging.ts";
@@ -31,10 +32,16 @@ export async function startController(
     pruneDefault?: boolean;
     /** The process_* and nodejs_* metrics and the memory limit too, as main.ts serves them. */
     processMetrics?: boolean;
+    /** The opt-ins of deploy/opt-in/ the test needs (Secrets, ServiceAccounts), applied as a cluster admin would. */
+    optIn?: OptIn[];
+    /** The ClusterRole the controller is bound to: deploy/'s, or a copy (testenv/espejo_rbac.ts). */
+    manager?: ManagerRole;
   },
 ): Promise<RunningController> {
   const admin = clientFor(c);
-  const identity = await createServiceAccount(admin, opts.watchNamespace, "espejo", "espejo-manager");
+  const manager = opts.manager ?? DEPLOYED;
+  for (const what of opts.optIn ?? []) await optIn(admin, what, manager);
+  const identity = await espejoIdentity(admin, opts.watchNamespace, { manager });
   admin.close();
   const metrics = new Metrics(opts.processMetrics);
   const client = new HttpKubeClient({

@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { repoRoot } from "../../testenv/build.ts";
-import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 import { applyObject } from "../../testenv/apply.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "./harness.ts";
@@ -47,7 +48,7 @@ Deno.test("Only the leader writes; a standby takes over after SIGKILL; SIGTERM r
       rules: [{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }],
     } as never);
     for (const name of ["espejo-a", "espejo-b"]) {
-      const identity = await createServiceAccount(admin, cfgNs, name, "espejo-manager", "espejo-leader-election");
+      const identity = await espejoIdentity(admin, cfgNs, { name, roles: ["espejo-leader-election"] });
       const kubeconfig = join(dir, name);
       await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, identity));
       const [metricsPort] = await freePorts(1);

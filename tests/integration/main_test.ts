@@ -2,12 +2,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { repoRoot } from "../../testenv/build.ts";
-import { createServiceAccount, freePorts, type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { freePorts, type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { makeCerts } from "../../testenv/certs.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
 import { espejoPermissions, espejoV8Flags, shippedFlags } from "../../testenv/permissions.ts";
 import { imageEnvironment } from "../../testenv/image_env.ts";
+import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const mainTs = join(repoRoot, "main.ts");
@@ -123,7 +124,7 @@ Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM
   const target = uniqueName("main-target");
   const dir = await Deno.makeTempDir();
   try {
-    const identity = await createServiceAccount(admin, cfgNs, "espejo", "espejo-manager");
+    const identity = await espejoIdentity(admin, cfgNs);
     const kubeconfig = join(dir, "kubeconfig");
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, identity));
     const [metricsPort, healthPort] = await freePorts(2);

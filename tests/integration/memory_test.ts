@@ -12,7 +12,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { repoRoot } from "../../testenv/build.ts";
 import { Cgroup } from "../../testenv/cgroup.ts";
-import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
+import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 import { imageEnvironment } from "../../testenv/image_env.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
@@ -158,7 +159,7 @@ async function runCase(c: TestCluster, admin: HttpKubeClient, t: Case): Promise<
       (i) => admin.request({ method: "POST", path: `/api/v1/namespaces/${tenant}/configmaps`, body: t.object(i) }),
     );
     for (const n of targets) await createNamespace(admin, n);
-    const identity = await createServiceAccount(admin, cfgNs, "espejo", "espejo-manager");
+    const identity = await espejoIdentity(admin, cfgNs);
     const kubeconfig = join(dir, "kubeconfig");
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, identity));
     const spec = (matchNames: string[]) => ({

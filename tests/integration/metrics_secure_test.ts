@@ -13,6 +13,7 @@ import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/c
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { isAlreadyExists } from "../../lib/kube/errors.ts";
+import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -52,7 +53,7 @@ Deno.test("--metrics-secure serves /metrics over HTTPS only to a token allowed t
           if (!isAlreadyExists(e)) throw e;
         });
     }
-    await createServiceAccount(admin, ns, "espejo", "espejo-manager");
+    await espejoIdentity(admin, ns);
     const espejo = await createServiceAccount(admin, ns, "espejo", "espejo-metrics-auth");
     const scraper = await createServiceAccount(admin, ns, "scraper", "espejo-metrics-reader");
     const nobody = await createServiceAccount(admin, ns, "nobody", "view");

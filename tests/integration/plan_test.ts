@@ -540,7 +540,7 @@ Deno.test(
       },
     ];
     const total = items.length * namespaces.length;
-    const ctl = await startController(c, { watchNamespace: cfgNs });
+    const ctl = await startController(c, { watchNamespace: cfgNs, optIn: ["secrets", "serviceaccounts"] });
     try {
       await admin.request({
         method: "POST",

@@ -30,7 +30,7 @@ Deno.test(
     const admin = clientFor(c);
     const cfgNs = uniqueName("cfg");
     const prefix = uniqueName("scope");
-    const ctl = await startController(c, { watchNamespace: cfgNs });
+    const ctl = await startController(c, { watchNamespace: cfgNs, optIn: ["secrets", "serviceaccounts"] });
     try {
       for (const s of ["a", "b", "c"]) await createNamespace(admin, `${prefix}-${s}`);
       await createSyncConfig(admin, cfgNs, "first", {

@@ -270,7 +270,12 @@ Deno.test("Controller makes no request at all in a full pass where nothing chang
   const cfgNs = uniqueName("cfg");
   const prefix = uniqueName("idle");
   // Every namespace is compared in full in every pass: server defaults and normalization must not look like drift.
-  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 300, fullCompareIntervalMs: 0 });
+  const ctl = await startController(c, {
+    watchNamespace: cfgNs,
+    reconcileIntervalMs: 300,
+    fullCompareIntervalMs: 0,
+    optIn: ["secrets"],
+  });
   try {
     for (const s of ["a", "b", "c"]) await createNamespace(admin, `${prefix}-${s}`);
     await createSyncConfig(admin, cfgNs, "steady", {

@@ -160,7 +160,7 @@ async function setUp(prefix: string): Promise<Setup> {
   const ns = uniqueName(prefix);
   await createNamespace(admin, ns);
   const tenant = await createTenant(c, admin, ns);
-  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: INTERVAL_MS });
+  const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: INTERVAL_MS, optIn: ["secrets"] });
   return { c, admin, cfgNs, ns, tenant, ctl };
 }
 

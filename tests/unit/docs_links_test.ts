@@ -127,6 +127,29 @@ Deno.test("every relative link of README.md and docs/ names a file that exists, 
   assert.ok(checked >= 40, `links were found and checked (${checked})`);
 });
 
+Deno.test("every docs/<page>.md#<anchor> that lib/ and deploy/ name to users is a heading of that page", () => {
+  const broken: string[] = [];
+  let checked = 0;
+  const walk = function* (dir: string): Generator<string> {
+    for (const e of Deno.readDirSync(dir)) {
+      const p = join(dir, e.name);
+      if (e.isDirectory) yield* walk(p);
+      else if (/\.(ts|ya?ml)$/.test(e.name)) yield p;
+    }
+  };
+  for (const file of [...walk(join(repoRoot, "lib")), ...walk(join(repoRoot, "deploy"))]) {
+    for (const [ref, page, anchor] of Deno.readTextFileSync(file).matchAll(/docs\/([\w-]+\.md)#([\w-]+)/g)) {
+      checked++;
+      const target = join(repoRoot, "docs", page);
+      if (!exists(target) || !anchorsOf(Deno.readTextFileSync(target)).has(anchor)) {
+        broken.push(`${relative(repoRoot, file)}: ${ref}`);
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
+  assert.ok(checked >= 4, `references were found and checked (${checked})`);
+});
+
 Deno.test("the README is the front door: at most 200 lines, linking every page of docs/", () => {
   const readme = Deno.readTextFileSync(join(repoRoot, "README.md"));
   assert.ok(readme.split("\n").length <= 201, `README.md has ${readme.split("\n").length - 1} lines`);

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { configure, type LogRecord, reset } from "@logtape/logtape";
+import { ApiError } from "../../lib/kube/errors.ts";
 import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
 import { type EventClock, EventRecorder, SPAM_BURST, SPAM_REFILL_MS } from "../../lib/kube/events.ts";
 
@@ -62,4 +64,27 @@ Deno.test("EventRecorder never drops a held-back count, and sets one timer per e
   assert.equal(timers.length, 1, "repeats while a write waits for a token share that write");
   await advance(SPAM_REFILL_MS);
   assert.equal(patches().at(-1)!.count, SPAM_BURST + 10);
+});
+
+Deno.test("EventRecorder says once per namespace, at warning, that a right to write Events is missing", async () => {
+  const records: LogRecord[] = [];
+  await configure({
+    reset: true,
+    sinks: { records: (r) => records.push(r) },
+    loggers: [{ category: ["espejo", "events"], lowestLevel: "debug", sinks: ["records"] }],
+  });
+  try {
+    const refused = new ApiError(403, "Forbidden", 'events is forbidden: User "x" cannot create resource "events"');
+    const client: KubeClient = { request: () => Promise.reject(refused), watch: () => (async function* () {})() };
+    const recorder = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" });
+    for (const namespace of ["team-a", "team-a", "team-b"]) {
+      await recorder.emit({ namespace, name: "cfg", uid: `u-${namespace}` }, "Warning", "SyncFailed", "failed");
+    }
+    const warnings = records.filter((r) => r.level === "warning");
+    assert.deepEqual(warnings.map((r) => r.properties.namespace), ["team-a", "team-b"]);
+    assert.match(String(warnings[0].message.join("")), /deploy\/opt-in\/events-in-every-namespace/);
+    assert.equal(records.filter((r) => r.level === "debug").length, 1, "the repeat in team-a at debug level");
+  } finally {
+    await reset();
+  }
 });

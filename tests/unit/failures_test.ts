@@ -59,3 +59,20 @@ Deno.test("failure of something that is no API error has no code or reason", () 
   assert.equal(fields?.reason, undefined);
   assert.match(fields?.error ?? "", /connection reset/);
 });
+
+Deno.test("failure for a missing right says how to grant it, in the status and in the log", () => {
+  const site = { syncConfig: "a/b", namespace: "n", item: ".spec.syncItems[1]", kind: "Secret", name: "creds" };
+  const result = failure(site)(
+    new Error(
+      "cannot list and watch secrets: the API server refused it (403 Forbidden: secrets is forbidden: User " +
+        '"system:serviceaccount:espejo-system:espejo" cannot list resource "secrets" in API group "" at the cluster scope)',
+    ),
+  );
+  if (result.state !== "failed") return assert.fail("a failure");
+  for (const text of [result.message, result.detail, result.fields?.error]) {
+    assert.match(
+      text ?? "",
+      /cannot list resource "secrets" .*; espejo gets secrets only on request: kubectl apply -k/,
+    );
+  }
+});

@@ -199,3 +199,23 @@ Deno.test("plan text lists each key of a Secret's removed data and last-applied 
   assert.match(text, new RegExp(`- \\.metadata\\.annotations\\.${LAST_APPLIED.replaceAll(".", "\\.")}: \\*\\*\\*\n`));
   assert.doesNotMatch(text, /hunter2|aHVudGVy/);
 });
+
+Deno.test("plan's rights check names the namespace of an Events right and the opt-in a missing kind needs", () => {
+  const r = report([entry("create")]);
+  r.controller = {
+    identity: "system:serviceaccount:espejo-system:espejo",
+    missing: [
+      { group: "", resource: "secrets", verb: "list" },
+      { group: "", resource: "secrets", verb: "create" },
+      { group: "", resource: "events", verb: "create", namespace: "tenants" },
+      { group: "monitoring.coreos.com", resource: "podmonitors", verb: "list" },
+    ],
+  };
+  const text = renderText(r);
+  assert.match(
+    text,
+    /it lacks 4: list secrets, create secrets, create events in tenants, list podmonitors\.monitoring/,
+  );
+  assert.deepEqual(text.match(/^ {2}opt in: .*$/gm), ["  opt in: kubectl apply -k deploy/opt-in/secrets"]);
+  assert.match(text, /^ {2}how to grant rights to espejo: docs\/install\.md#rbac$/m);
+});

@@ -1,0 +1,58 @@
+/** What a failure for lack of a right tells the cluster admin to do (lib/sync/missing_right.ts). */
+import assert from "node:assert/strict";
+import { missingRightHint } from "../../lib/sync/missing_right.ts";
+
+const SA = 'User "system:serviceaccount:espejo-system:espejo"';
+/** The API server's own words (k8s.io/apiserver, RBAC's escalation check), as they reach a failure's reason. */
+const CASES: [string, string, RegExp | ""][] = [
+  [
+    "a Secret cache that cannot list",
+    `cannot list and watch secrets: the API server refused it (403 Forbidden: secrets is forbidden: ${SA} cannot ` +
+    'list resource "secrets" in API group "" at the cluster scope)',
+    /^; espejo gets secrets only on request: kubectl apply -k deploy\/opt-in\/secrets \(docs\/install\.md#opt-in-kinds\)$/,
+  ],
+  [
+    "a Secret write",
+    `the API server refused it (403 Forbidden: secrets "creds" is forbidden: ${SA} cannot create resource ` +
+    '"secrets" in API group "" in the namespace "team-a")',
+    /kubectl apply -k deploy\/opt-in\/secrets/,
+  ],
+  [
+    "a ServiceAccount",
+    `the API server refused it (403 Forbidden: serviceaccounts is forbidden: ${SA} cannot watch resource ` +
+    '"serviceaccounts" in API group "" at the cluster scope)',
+    /kubectl apply -k deploy\/opt-in\/serviceaccounts/,
+  ],
+  [
+    "a kind of another group",
+    `the API server refused it (403 Forbidden: podmonitors.monitoring.coreos.com is forbidden: ${SA} cannot list ` +
+    'resource "podmonitors" in API group "monitoring.coreos.com" at the cluster scope)',
+    /^; grant it to espejo with a ClusterRole labelled sync\.appuio\.ch\/aggregate-to-espejo: "true" \(docs\/install\.md#syncing-other-kinds\)$/,
+  ],
+  [
+    "a core kind deploy/ does not know",
+    `the API server refused it (403 Forbidden: persistentvolumeclaims is forbidden: ${SA} cannot list resource ` +
+    '"persistentvolumeclaims" in API group "" at the cluster scope)',
+    /ClusterRole labelled sync\.appuio\.ch\/aggregate-to-espejo/,
+  ],
+  [
+    "a Role granting more than espejo holds",
+    'the API server refused it (403 Forbidden: roles.rbac.authorization.k8s.io "pods" is forbidden: user ' +
+    '"system:serviceaccount:espejo-system:espejo" (groups=["system:serviceaccounts"]) is attempting to grant RBAC ' +
+    'permissions not currently held:\n{APIGroups:[""], Resources:["pods"], Verbs:["get"]})',
+    /^; espejo may grant only rights it holds itself \(docs\/install\.md#roles-and-rolebindings-no-escalate-no-bind\)$/,
+  ],
+  [
+    "an invalid object",
+    'the API server refused it (422 Invalid: Secret "s" is invalid: data[bad key]: Invalid value)',
+    "",
+  ],
+  ["a refused connection", "connect ECONNREFUSED 127.0.0.1:6443", ""],
+];
+
+for (const [name, reason, hint] of CASES) {
+  Deno.test(`missingRightHint: ${name}`, () => {
+    if (hint === "") assert.equal(missingRightHint(reason), "");
+    else assert.match(missingRightHint(reason), hint);
+  });
+}
