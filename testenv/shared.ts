@@ -89,10 +89,14 @@ async function auditCaughtUp(c: TestCluster): Promise<string> {
   } finally {
     admin.close();
   }
-  return await eventually(async () => {
-    const text = await read();
-    return text.includes(marker) ? text : undefined;
-  }, 30_000, "the audit log to hold a request sent before it was read");
+  return await eventually(
+    async () => {
+      const text = await read();
+      return text.includes(marker) ? text : undefined;
+    },
+    30_000,
+    "the audit log to hold a request sent before it was read",
+  );
 }
 
 /** Polls `check` until it returns a truthy value or the deadline passes; the last error is rethrown. */
