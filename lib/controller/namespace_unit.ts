@@ -5,6 +5,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Metrics } from "../metrics/metrics.ts";
+import { contradictions } from "../model/contradictions.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import type { Executor } from "../sync/executor.ts";
 import { syncConfigInNamespace } from "../sync/namespace_sync.ts";
@@ -69,10 +70,13 @@ export class NamespaceUnit {
         if (selecting.has(cfgKey)) targeted.push(result.config);
         else if (ledger.remove(cfgKey, name)) status.markDirty(cfgKey);
       }
+      // Items of these SyncConfigs that contradict each other (one deletes what another syncs) are decided here,
+      // once, for all of them: neither is performed, rather than raced against each other on every sync.
+      const contested = contradictions(targeted, name);
       const executor = this.d.executor();
       const recordChange = this.d.syncEvents.recordChange.bind(this.d.syncEvents);
       const results = await Promise.all(
-        targeted.map((cfg) => syncConfigInNamespace(executor, cfg, name, recordChange)),
+        targeted.map((cfg) => syncConfigInNamespace(executor, cfg, name, recordChange, contested.get(cfg.key))),
       );
       // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
       // same generation is created under its new name first).

@@ -76,6 +76,14 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     return this.#selection.selecting(ns, () => this.valid());
   }
 
+  /** The valid compiled SyncConfigs that select `ns`. */
+  selectingConfigs(ns: N): CompiledSyncConfig[] {
+    return this.selecting(ns).flatMap((k) => {
+      const result = this.#compiled.get(k)?.result;
+      return result?.ok ? [result.config] : [];
+    });
+  }
+
   /** The namespace went: its selection is forgotten. */
   forgetNamespace(name: string): void {
     this.#selection.forget(name);

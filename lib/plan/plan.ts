@@ -12,7 +12,8 @@ import { type CompiledSyncConfig, compileSyncConfig, keyOf } from "../model/sync
 import { renderTemplate } from "../model/template.ts";
 import { decodeManaged, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
-import { failure, OwnedByOther } from "../sync/failures.ts";
+import { contradicted, failure, OwnedByOther } from "../sync/failures.ts";
+import { contradictions } from "../model/contradictions.ts";
 import { deleteItemSite, keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemSite } from "../sync/planner.ts";
 import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
 import { Registry } from "../controller/registry.ts";
@@ -105,11 +106,14 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
     }
     const cfg = compiled?.config;
     for (const ns of namespaces) {
-      if (!cfg || !registry.selecting(ns).includes(key)) continue;
+      const selecting = registry.selecting(ns);
+      if (!cfg || !selecting.includes(key)) continue;
       plan.selected++;
-      for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item));
+      // As the controller's unit: items that contradict another here are not performed (contradictions.ts).
+      const contested = contradictions(registry.selectingConfigs(ns), ns.name).get(key);
+      for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item, contested));
       for (const item of cfg.syncItems) {
-        const entry = await planItem(snapshot, cfg, ns.name, item, view, serverAdds);
+        const entry = await planItem(snapshot, cfg, ns.name, item, view, serverAdds, contested);
         if (entry) plan.entries.push(entry);
         else result.unchanged++;
       }
@@ -144,12 +148,16 @@ function planDelete(
   cfg: CompiledSyncConfig,
   namespace: string,
   item: CompiledSyncConfig["deleteItems"][number],
+  contested: ReadonlyMap<string, string> | undefined,
 ): PlanEntry[] {
   const name = renderTemplate(item.name, namespace);
   const base = { apiVersion: item.apiVersion, kind: item.kind, namespace, name, cfgKey: cfg.key };
   if (item.problem) {
     return [{ ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true }];
   }
+  const why = contested?.get(`.spec.deleteItems[${item.index}]`);
+  const contest = why !== undefined && contradicted(deleteItemSite({ cfg, namespace }, item, name), why);
+  if (contest) return [{ ...base, action: "fail", reason: contest.message, terminal: true }];
   let resource: ResourceInfo;
   try {
     resource = resourceOf(snapshot, item.apiVersion, item.kind);
@@ -172,6 +180,7 @@ async function planItem(
   item: CompiledSyncConfig["syncItems"][number],
   view: PlanView,
   serverAdds: Map<string, string>,
+  contested: ReadonlyMap<string, string> | undefined,
 ): Promise<PlanEntry | undefined> {
   const name = renderTemplate(item.name, namespace);
   const base = {
@@ -185,6 +194,9 @@ async function planItem(
   if (item.problem) {
     return { ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true };
   }
+  const why = contested?.get(`.spec.syncItems[${item.index}]`);
+  const contest = why !== undefined && contradicted(syncItemSite({ cfg, namespace }, item, name), why);
+  if (contest) return { ...base, action: "fail", reason: contest.message, terminal: true };
   const fail = failure(syncItemSite({ cfg, namespace }, item, name));
   let resource: ResourceInfo;
   try {

@@ -197,8 +197,12 @@ export class Executor {
     const plan = planDeleteItem({ ...ref, item, existing: cache.get(key) }, this.#view);
     if (plan.kind === "absent") return { state: "absent" };
     if (plan.kind === "backoff") return plan.result;
+    // Our own delete: its watch event (of an object espejo labelled once) is no one else's removal, nor a fight.
+    this.caches.beginWrite(resource, key);
+    let deleted = false;
     try {
       const done = await this.#applier.delete(resource, ref.namespace, name, plan.uid);
+      deleted = done === "deleted";
       cache.forget(key);
       this.#retries.succeeded(plan.retryKey);
       return { state: done };
@@ -206,6 +210,8 @@ export class Executor {
       const result = fail(e);
       this.#retries.failed(plan.retryKey, plan.attempt, result, result.terminal, scopeOf(ref));
       return result;
+    } finally {
+      this.caches.endDelete(resource, key, deleted);
     }
   }
 

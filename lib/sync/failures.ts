@@ -88,6 +88,15 @@ export function specProblem(syncConfig: string, item: string, problem: string): 
   };
 }
 
+/**
+ * An item that contradicts another in its namespace (lib/model/contradictions.ts): nothing is sent for it until one
+ * of the two SyncConfigs changes.
+ */
+export function contradicted(site: FailureSite, problem: string): ItemResult & { state: "failed" } {
+  const fields = { item: site.item, kind: site.kind, name: site.name, error: problem };
+  return { state: "failed", message: `${siteText(site)}: ${problem}`, fields, terminal: true };
+}
+
 /** Whether the same request can only fail again until something changes (see the file comment). */
 export function isTerminal(e: unknown): boolean {
   if (e instanceof UnknownKindError || e instanceof OwnedByOther) return true;

@@ -5,7 +5,8 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { Executor } from "./executor.ts";
-import type { FailureFields, ItemAction, ItemResult } from "./failures.ts";
+import { contradicted, type FailureFields, type ItemAction, type ItemResult } from "./failures.ts";
+import { deleteItemSite, syncItemSite } from "./planner.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
 import { writeWaves } from "../model/waves.ts";
@@ -43,6 +44,8 @@ export async function syncConfigInNamespace(
   cfg: CompiledSyncConfig,
   namespace: string,
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void,
+  /** Items that contradict another item here, by field, with why (lib/model/contradictions.ts): not performed. */
+  contested: ReadonlyMap<string, string> = new Map(),
 ): Promise<ConfigInNamespace> {
   const ref = { cfg, namespace };
   // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
@@ -56,7 +59,10 @@ export async function syncConfigInNamespace(
     }
   };
   const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
-    const r = await guarded(`.spec.deleteItems[${item.index}]`, () => executor.deleteItem(ref, item));
+    const field = `.spec.deleteItems[${item.index}]`;
+    const why = contested.get(field);
+    if (why !== undefined) return contradicted(deleteItemSite(ref, item, renderTemplate(item.name, namespace)), why);
+    const r = await guarded(field, () => executor.deleteItem(ref, item));
     if (r.state === "deleted") {
       recordChange(cfg.key, "delete", namespace);
       log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
@@ -74,7 +80,11 @@ export async function syncConfigInNamespace(
   for (const wave of writeWaves(cfg.syncItems)) {
     await Promise.all(wave.map(async (i) => {
       const item = cfg.syncItems[i];
-      const r = await guarded(`.spec.syncItems[${item.index}]`, () => executor.syncItem(ref, item));
+      const field = `.spec.syncItems[${item.index}]`;
+      const why = contested.get(field);
+      const r = why !== undefined
+        ? contradicted(syncItemSite(ref, item, renderTemplate(item.name, namespace)), why)
+        : await guarded(field, () => executor.syncItem(ref, item));
       if (r.state === "synced" && r.action !== "none") {
         recordChange(cfg.key, r.action, namespace);
         log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
