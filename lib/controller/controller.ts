@@ -7,7 +7,6 @@
  * namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers (status_writer.ts).
  */
 import { getLogger } from "@logtape/logtape";
-import { setImmediate } from "node:timers";
 import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import { EventRecorder } from "../kube/events.ts";
@@ -29,7 +28,8 @@ import { StatusLedger } from "./status_ledger.ts";
 import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
 import { type NamespaceInfo, notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
-import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+import { Workers } from "./worker.ts";
+import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workKey } from "./work_items.ts";
 
 export type { ControllerOptions, NamespaceInfo };
 
@@ -47,7 +47,7 @@ export class Controller {
   readonly #events: EventRecorder;
   readonly #freshness: Freshness;
   readonly #configs: ConfigChanges;
-  readonly #units: NamespaceUnit;
+  readonly #workers: Workers;
   readonly #pruning: Pruning;
   readonly #trouble: WatchTrouble;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
@@ -63,11 +63,8 @@ export class Controller {
   #caches?: ResourceCaches;
   #executor?: Executor;
   #pruner?: Pruner;
-  #workerStarted = false;
   /** Set once this process leads (or runs without leader election) and its workers start. */
   #leading = false;
-  /** Start times of the units being processed, for liveness. */
-  readonly #inFlight = new Set<{ since: number }>();
 
   constructor(private readonly opts: ControllerOptions) {
     const { client, metrics } = opts;
@@ -119,13 +116,21 @@ export class Controller {
       events: this.#events,
       running: () => ({ executor: this.#executor, caches: this.#caches }),
     });
-    this.#units = new NamespaceUnit({
-      ...shared,
+    const units = new NamespaceUnit({
+      namespaces: this.namespaces,
       configs: this.#configs,
-      queue: this.queue,
-      pass: this.#pass,
+      syncEvents,
       executor: () => this.#executor!,
       pruning: this.#pruning,
+    });
+    this.#workers = new Workers({
+      ...shared,
+      queue: this.queue,
+      units,
+      configs: this.#configs,
+      pruning: this.#pruning,
+      pass: this.#pass,
+      beforeTake: () => this.#updateGauges(),
     });
   }
 
@@ -141,11 +146,7 @@ export class Controller {
 
   /** How long the oldest unit in progress has been running, 0 when none is (for liveness). */
   get idleForMs(): number {
-    // A standby (no leadership yet) has queued work but no worker: that is waiting, not wedged.
-    if (!this.#workerStarted) return 0;
-    let oldest = 0;
-    for (const unit of this.#inFlight) oldest = Math.max(oldest, Date.now() - unit.since);
-    return oldest;
+    return this.#workers.idleForMs;
   }
 
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
@@ -195,43 +196,10 @@ export class Controller {
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
     const statusWriter = this.#statusWriter.run(signal);
-    const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
-    await Promise.all(Array.from({ length: workers }, () => this.#worker()));
+    await this.#workers.run(Math.max(1, this.opts.concurrentSyncs ?? 1));
     await timer;
     this.#statusWriter.kick(); // the last statuses of the drained units
     await statusWriter;
-  }
-
-  async #worker(): Promise<void> {
-    this.#workerStarted = true;
-    for (;;) {
-      this.#updateGauges();
-      const next = await this.queue.get();
-      if (!next) return;
-      const { key, priority } = next;
-      const trigger = next.tag ?? "interval";
-      const item = workItemOf(key);
-      this.opts.metrics.queueWait.observe({ trigger }, next.waitedMs / 1000);
-      this.opts.metrics.compat.taken(key, trigger, next.waitedMs / 1000);
-      const unit = { since: Date.now() };
-      this.#inFlight.add(unit);
-      try {
-        if (item.kind === "syncConfig") await this.#configs.process(item.key);
-        else if (item.kind === "pruning") await this.#pruning.settle(item.key);
-        else await this.#units.run(item.name, trigger);
-      } catch (e) {
-        // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
-        log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
-        this.queue.addAfter(key, priority, 5_000, "retry");
-      } finally {
-        this.queue.done(key);
-        this.opts.metrics.compat.finished(key);
-        this.#inFlight.delete(unit);
-      }
-      // A unit whose awaits all resolve at once (nothing to write) never lets the event loop read sockets; without
-      // this, a watch event for a new namespace would wait for the whole pass instead of one unit.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
   }
 
   /** One interval pass: every targeted namespace that is not fresh, unless the previous pass is still running. */
@@ -263,7 +231,7 @@ export class Controller {
       this.#freshness.forget(ns.name);
       this.#compiled.forgetNamespace(ns.name);
       for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#statusWriter.schedule.markDirty(cfgKey);
-      this.#units.forgetNamespace(ns.name);
+      this.#workers.forgetNamespace(ns.name);
       this.#executor?.forgetNamespace(ns.name);
       this.#caches?.forgetNamespace(ns.name);
       this.#statusWriter.schedule.finished(ns.name);

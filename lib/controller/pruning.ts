@@ -28,6 +28,8 @@ import {
   settlingMs,
 } from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
+import type { WorkFacts } from "../sync/retry_policy.ts";
+import type { Step } from "../sync/step.ts";
 import type { Registry } from "./registry.ts";
 import { patchSyncConfig } from "./syncconfig_client.ts";
 import type { NamespaceInfo, NamespaceLookup } from "./watches.ts";
@@ -45,12 +47,6 @@ export interface PruningDeps {
   enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => void;
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void;
   pruner: () => Pruner | undefined;
-}
-
-export interface NamespacePruned {
-  wrote: boolean;
-  retry: boolean;
-  retryInMs?: number;
 }
 
 /** What the prune step of a unit would delete in a namespace, decided from the caches at one moment. */
@@ -72,13 +68,11 @@ const MAX_CONCURRENT_PRUNES = 16;
 const OFF: PruneScope = { kind: "off" };
 /** Between two looks at a deleted SyncConfig whose objects are not all gone yet (doubling, at most 5 minutes). */
 const RELOOK_MS = 5_000;
-const MAX_RELOOK_MS = 300_000;
+const SETTLED: WorkFacts = { retry: false };
 
 export class Pruning {
   /** SyncConfigs being deleted (deletionTimestamp set), by key, with their uid, compiled once. */
   readonly #deleting = new Map<string, { uid: string; result: CompileResult }>();
-  /** Settles that failed or must look again, by key: how many in a row (for the backoff). */
-  readonly #attempts = new Map<string, number>();
 
   constructor(private readonly d: PruningDeps) {}
 
@@ -149,9 +143,9 @@ export class Pruning {
     ns: NamespaceInfo,
     selecting: ReadonlySet<string>,
     atStart: PruneDecision,
-  ): Promise<NamespacePruned> {
+  ): Promise<Step> {
     const namespace = ns.name;
-    const out: NamespacePruned = { wrote: false, retry: false };
+    const out: Step = { wrote: false, retry: false };
     const pruner = this.d.pruner();
     if (!pruner) return out;
     const now = atStart.plans.length || atStart.deleting.length || atStart.listing
@@ -198,31 +192,33 @@ export class Pruning {
   /**
    * After a change of the SyncConfig under `key`, and when a look is due: the finalizer follows pruning, the
    * namespaces where it created objects are queued (those it selects are queued anyway), and a deleted one is
-   * released once nothing it created is left (looked at again, backing off, until then).
+   * released once nothing it created is left. Returns whether to look again (backing off, see the retry policy).
    */
-  async settle(key: string): Promise<void> {
+  async settle(key: string): Promise<WorkFacts> {
     const sc = this.d.syncConfigs.get(key);
     const pruner = this.d.pruner();
-    if (!sc || !pruner) return this.#settled(key);
+    if (!sc || !pruner) return SETTLED;
     const enabled = this.enabled(key);
     const holds = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
     if (!this.#deleting.has(key)) {
-      if (enabled !== holds && !(await this.#setFinalizer(key, sc, enabled))) return;
+      if (enabled !== holds) {
+        const failed = await this.#setFinalizer(key, sc, enabled);
+        if (failed) return failed;
+      }
       if (enabled) {
         pruner.indexCreatedBy(key); // objects cached while it did not prune were not indexed
         for (const namespace of pruner.namespacesCreatedBy(key)) {
           this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
         }
       }
-      return this.#settled(key);
+      return SETTLED;
     }
-    if (!holds) return this.#settled(key);
+    if (!holds) return SETTLED;
     if (this.scope(key, false).kind !== "deleting") {
       log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
         syncConfig: key,
       });
-      if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
-      return;
+      return await this.#setFinalizer(key, sc, false) ?? SETTLED;
     }
     const problem = await pruner.watchItemKinds(this.#config(key)!, true);
     const left = problem ? [] : pruner.namespacesCreatedBy(key).filter((ns) => {
@@ -235,26 +231,15 @@ export class Pruning {
         problem,
       });
     } else if (!left.length) {
-      if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
-      return;
+      return await this.#setFinalizer(key, sc, false) ?? SETTLED;
     }
     for (const namespace of left) this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
-    this.#again(key, RELOOK_MS); // objects that go by themselves (a namespace deleted, a tenant) leave no trace
+    // Objects that go by themselves (a namespace deleted, a tenant) leave no trace: look again, backing off.
+    return { retry: true, baseMs: RELOOK_MS };
   }
 
-  #settled(key: string): void {
-    this.#attempts.delete(key);
-  }
-
-  /** Settles `key` again after `baseMs`, doubling with every attempt in a row, at most 5 minutes. */
-  #again(key: string, baseMs: number): void {
-    const n = this.#attempts.get(key) ?? 0;
-    this.#attempts.set(key, n + 1);
-    this.d.enqueue({ kind: "pruning", key }, "retry", Math.min(baseMs * 2 ** n, MAX_RELOOK_MS));
-  }
-
-  /** Adds or removes the finalizer, at the version seen; false when that failed (tried again later). */
-  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<boolean> {
+  /** Adds or removes the finalizer, at the version seen; when that failed, when to try again. */
+  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<WorkFacts | undefined> {
     const others = (sc.metadata?.finalizers ?? []).filter((f) => f !== PRUNE_FINALIZER);
     const finalizers = present ? [...others, PRUNE_FINALIZER] : others;
     const [namespace, name] = key.split("/");
@@ -269,9 +254,9 @@ export class Pruning {
         finalizer: PRUNE_FINALIZER,
         syncConfig: key,
       });
-      return true;
+      return undefined;
     } catch (e) {
-      if (isNotFound(e)) return true;
+      if (isNotFound(e)) return undefined;
       // A conflict is mostly espejo's own status write in between: try again soon. Anything else backs off.
       if (!isConflict(e)) {
         log.warn("Could not update the finalizers of SyncConfig {syncConfig}: {error}", {
@@ -279,8 +264,7 @@ export class Pruning {
           error: String(e),
         });
       }
-      this.#again(key, isConflict(e) ? 1_000 : 10_000);
-      return false;
+      return { retry: true, baseMs: isConflict(e) ? 1_000 : 10_000 };
     }
   }
 }

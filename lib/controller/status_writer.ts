@@ -8,8 +8,14 @@ import type { KubeClient } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
-import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
+import {
+  invalidStatus,
+  type Outcome,
+  statusChanged,
+  sumOutcomes,
+  type SyncConfigStatus,
+  syncedStatus,
+} from "../model/status.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import { patchSyncConfigStatus } from "./syncconfig_client.ts";
@@ -25,7 +31,7 @@ export interface StatusDeps {
   client: KubeClient;
   syncConfigs: Reflector<SyncConfig>;
   compiled: (key: string) => { result: CompileResult } | undefined;
-  outcomes: (key: string) => Iterable<NamespaceOutcome>;
+  outcomes: (key: string) => Iterable<Outcome>;
   events: SyncEvents;
   metrics: Metrics;
   now?: () => Date;
@@ -123,13 +129,7 @@ export class StatusWriter {
   #statusOf(key: string, sc: SyncConfig, result: CompileResult, now: string) {
     const current = sc.status as SyncConfigStatus | undefined;
     if (!result.ok) return { next: invalidStatus(current, result.message, now), errors: [] as string[] };
-    const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-    for (const o of this.deps.outcomes(key) ?? []) {
-      total.synced += o.synced;
-      total.deleted += o.deleted;
-      total.failed += o.failed;
-      total.errors.push(...o.errors);
-    }
+    const total = sumOutcomes(this.deps.outcomes(key));
     return { next: syncedStatus(current, total, now), errors: total.errors };
   }
 

@@ -1,26 +1,19 @@
 /**
  * One SyncConfig in one namespace: its deleteItems, then its syncItems in waves (an item waits for the earlier
  * items it refers to), the items of each list concurrently. One item's exception fails that item, not the others or
- * the unit. Folds the item results into the counts of the namespace and whether it must be retried.
+ * the unit. Folds the item results into the counts of the namespace and what it asks of the queue.
  */
 import { getLogger } from "@logtape/logtape";
 import type { Executor } from "./executor.ts";
 import { contradicted, type FailureFields, type ItemAction, type ItemResult } from "./failures.ts";
 import { deleteItemSite, syncItemSite } from "./planner.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import type { Outcome } from "../model/status.ts";
 import { renderTemplate } from "../model/template.ts";
+import { foldSteps, type Step, stepOf } from "./step.ts";
 import { writeWaves } from "../model/waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
-
-/** The counts of one SyncConfig in one namespace, as its status adds them up. */
-export interface NamespaceOutcome {
-  synced: number;
-  deleted: number;
-  failed: number;
-  /** For status and Events (values redacted). */
-  errors: string[];
-}
 
 /** A failure as the log writes it (see docs/reference.md, "Logs"). */
 export interface LoggedFailure {
@@ -28,15 +21,11 @@ export interface LoggedFailure {
   fields?: FailureFields;
 }
 
-export interface ConfigInNamespace {
-  outcome: NamespaceOutcome;
+/** One SyncConfig in one namespace: its counts, its failures for the log, and what it asks of the queue. */
+export interface ConfigInNamespace extends Step {
+  outcome: Outcome;
   /** The failures for the log, values unredacted, with their fields. */
   details: LoggedFailure[];
-  /** A transient failure: queue the namespace again with backoff. */
-  retry: boolean;
-  wrote: boolean;
-  /** A restore held back by a fight: sync again after this long. */
-  retryInMs?: number;
 }
 
 export async function syncConfigInNamespace(
@@ -99,26 +88,17 @@ export async function syncConfigInNamespace(
       syncs[i] = r;
     }));
   }
-  const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+  const outcome: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
   const details: LoggedFailure[] = [];
-  let retry = false;
-  let wrote = false;
-  let retryInMs: number | undefined;
-  for (const r of [...deletes, ...syncs]) {
-    wrote ||= r.state === "deleted" || (r.state === "synced" && r.action !== "none");
-    if (r.state === "synced" && r.retryInMs !== undefined) {
-      retryInMs = Math.min(retryInMs ?? r.retryInMs, r.retryInMs);
-    }
+  const results = [...deletes, ...syncs];
+  for (const r of results) {
     if (r.state === "synced") outcome.synced++;
     else if (r.state === "deleted") outcome.deleted++;
     else if (r.state === "failed") {
       outcome.failed++;
       outcome.errors.push(r.message);
       details.push({ message: r.detail ?? r.message, fields: r.fields });
-      // A transient failure requeues the namespace with backoff, so it is retried without waiting for a pass.
-      // A terminal one waits for a change (the next pass finds its attempt in the retry book: no request).
-      retry ||= !r.terminal;
     }
   }
-  return { outcome, details, retry, wrote, retryInMs };
+  return { outcome, details, ...foldSteps(results.map(stepOf)) };
 }
