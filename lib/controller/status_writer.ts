@@ -16,6 +16,8 @@ import {
   type SyncConfigStatus,
   syncedStatus,
 } from "../model/status.ts";
+import { RetryBook } from "../sync/retry_book.ts";
+import { afterWork } from "../sync/retry_policy.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import { patchSyncConfigStatus } from "./syncconfig_client.ts";
@@ -26,6 +28,8 @@ const log = getLogger(["espejo", "controller"]);
 
 /** How long the writer waits after a kick, to write once for units that end together. */
 const STATUS_GATHER_MS = 50;
+/** The first wait after a status write failed, doubling with each failure in a row. */
+const STATUS_RETRY_MS = 2_000;
 
 export interface StatusDeps {
   client: KubeClient;
@@ -41,10 +45,8 @@ export class StatusWriter {
   readonly schedule = new StatusSchedule();
   #wanted = false;
   #wake?: () => void;
-  /** A flush again after a write failed (one timer for all of them; cleared when the writer stops). */
-  #retry?: ReturnType<typeof setTimeout>;
-  /** SyncConfigs whose status write failed: dirty again when the retry timer fires, not before. */
-  readonly #failed = new Set<string>();
+  /** Status writes that failed in a row, by SyncConfig, for their back-off (lib/sync/retry_policy.ts). */
+  readonly #retries = new RetryBook<undefined>();
 
   constructor(private readonly deps: StatusDeps) {}
 
@@ -80,10 +82,7 @@ export class StatusWriter {
       } catch (e) {
         log.error("Unexpected error while writing statuses: {error}", { error: String(e) });
       }
-      if (signal.aborted && !this.#wanted) {
-        clearTimeout(this.#retry);
-        return;
-      }
+      if (signal.aborted && !this.#wanted) return;
     }
   }
 
@@ -113,14 +112,14 @@ export class StatusWriter {
         if (fresh && !same) continue;
         written = fresh ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry.result, now).next) : "failed";
       }
-      if (written !== "written") {
-        this.#failed.add(key);
-        this.#retry ??= setTimeout(() => {
-          this.#retry = undefined;
-          for (const k of this.#failed) this.schedule.markDirty(k);
-          this.#failed.clear();
-          this.kick();
-        }, 2_000);
+      const decision = afterWork({ retry: written !== "written", baseMs: STATUS_RETRY_MS });
+      if (decision.kind !== "backoff") this.#retries.succeeded(key);
+      else {
+        // Due again after the back-off: the writer's own wait for the next due status is the timer.
+        this.schedule.retryAfter(
+          key,
+          this.#retries.failed(key, "", undefined, false, { cfgKey: key }, decision.baseMs),
+        );
       }
     }
   }
