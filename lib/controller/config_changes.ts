@@ -13,6 +13,7 @@ import { type CompiledSyncConfig, keyOf, refOf, type SyncConfig } from "../model
 import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
+import type { WorkFacts } from "../sync/retry_policy.ts";
 import type { Freshness } from "./freshness.ts";
 import type { Registry } from "./registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
@@ -46,11 +47,11 @@ export class ConfigChanges {
 
   constructor(private readonly d: ConfigChangesDeps) {}
 
-  /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled. */
-  async process(key: string): Promise<void> {
+  /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled (and when to again). */
+  async process(key: string): Promise<WorkFacts> {
     this.changed(key);
     await this.enqueueSelected(key);
-    await this.d.pruning.settle(key);
+    return await this.d.pruning.settle(key);
   }
 
   /**

@@ -102,8 +102,7 @@ export class Workers {
     if (item.kind === "namespace") return await this.#unit(item.name, trigger);
     try {
       if (item.kind === "pruning") return await this.d.pruning.settle(item.key);
-      await this.d.configs.process(item.key);
-      return { retry: false };
+      return await this.d.configs.process(item.key);
     } catch (e) {
       log.error("Unexpected error while processing {key}: {error}", { key: workKey(item), error: String(e) });
       return FAILED;

@@ -78,12 +78,14 @@ Deno.test("Workers: every kind of work comes back by the one retry policy", asyn
     ["ns/transient", "interval"],
     ["ns/bug", "namespace"],
     ["cfg/espejo/bug", "syncconfig"],
+    ["cfg/espejo/settling", "syncconfig"],
     ["prune/espejo/left", "syncconfig"],
   ], {
     "ns/held": unitResult({ retryInMs: 3000 }),
     "ns/transient": unitResult({ retry: true, failed: true }),
     "ns/bug": new Error("boom"),
     "cfg/espejo/bug": new Error("boom"),
+    "cfg/espejo/settling": { retry: true, baseMs: 1000 },
     "prune/espejo/left": { retry: true, baseMs: 5000 },
   });
   assert.deepEqual(r.requeued, [
@@ -91,9 +93,10 @@ Deno.test("Workers: every kind of work comes back by the one retry policy", asyn
     "ns/transient p0 retry <=1.2s",
     "ns/bug p0 retry <=1.2s",
     "cfg/espejo/bug p0 retry <=1.2s",
-    `prune/espejo/left p0 retry ${r.requeued[4].split(" ").pop()}`,
+    "cfg/espejo/settling p0 retry <=1.2s",
+    `prune/espejo/left p0 retry ${r.requeued[5].split(" ").pop()}`,
   ]);
-  const relook = Number(r.requeued[4].split(" ").pop());
+  const relook = Number(r.requeued[5].split(" ").pop());
   assert.ok(relook >= 4000 && relook <= 6000, `the pruning look backs off from its own 5 s: ${relook}`);
   assert.deepEqual(r.syncs.sort(), ["interval failed", "namespace failed", "namespace success"]);
   assert.equal(r.freshness.isFresh("held", Date.now()), false, "a unit that must come back is not fresh");
