@@ -1,7 +1,6 @@
 /**
- * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, every book
- * that keeps state per SyncConfig hears of it in one call each (registry, ledger, status schedule, Events, retries,
- * items gauge, pruning), the caches follow the kinds its items name, and the namespaces it selects are queued.
+ * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, a deleted
+ * one is forgotten by every book that keeps state per SyncConfig in one call (key_books.ts), the caches follow the kinds its items name, and the namespaces it selects are queued.
  * One being deleted counts as deleted here; lib/controller/pruning.ts cleans up after it when it prunes.
  */
 import { getLogger } from "@logtape/logtape";
@@ -15,6 +14,7 @@ import type { Executor } from "../sync/executor.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { WorkFacts } from "../sync/retry_policy.ts";
 import type { Freshness } from "./freshness.ts";
+import type { KeyBooks } from "./key_books.ts";
 import type { Registry } from "./registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
@@ -37,6 +37,8 @@ export interface ConfigChangesDeps {
   metrics: Metrics;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
   pruning: Pruning;
+  /** Every book of per-SyncConfig state: a deleted SyncConfig is forgotten in one call. */
+  books: Pick<KeyBooks, "configGone">;
   /** The parts that exist once the controller runs. */
   running: () => { executor?: Executor; caches?: ResourceCaches };
 }
@@ -80,14 +82,7 @@ export class ConfigChanges {
     if (!sc || deleting) {
       if (!registry.delete(key)) return;
       this.#specChanged();
-      ledger.drop(key);
-      this.d.syncEvents.forget(key);
-      statusWriter.schedule.forget(key);
-      this.d.running().executor?.forgetConfig(key);
-      for (const state of ["synchronized", "deleted", "failed"]) {
-        this.d.metrics.items.remove({ syncconfig: key, state });
-      }
-      this.d.metrics.invalid.remove({ syncconfig: key });
+      this.d.books.configGone(key);
       const pruning = this.d.pruning.enabled(key);
       if (!sc) log.info("SyncConfig {syncConfig} deleted", { syncConfig: key });
       else log.info("SyncConfig {syncConfig} is being deleted", { syncConfig: key, pruning });

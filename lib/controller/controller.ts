@@ -28,6 +28,7 @@ import { StatusLedger } from "./status_ledger.ts";
 import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
 import { type NamespaceInfo, notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
+import { KeyBooks, registerBooks } from "./key_books.ts";
 import { Workers } from "./worker.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workKey } from "./work_items.ts";
 
@@ -65,6 +66,8 @@ export class Controller {
   #pruner?: Pruner;
   /** Set once this process leads (or runs without leader election) and its workers start. */
   #leading = false;
+  /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
+  readonly books = new KeyBooks();
 
   constructor(private readonly opts: ControllerOptions) {
     const { client, metrics } = opts;
@@ -112,6 +115,7 @@ export class Controller {
     });
     this.#configs = new ConfigChanges({
       ...shared,
+      books: this.books,
       pruning: this.#pruning,
       events: this.#events,
       running: () => ({ executor: this.#executor, caches: this.#caches }),
@@ -131,6 +135,16 @@ export class Controller {
       pruning: this.#pruning,
       pass: this.#pass,
       beforeTake: () => this.#updateGauges(),
+    });
+    registerBooks(this.books, {
+      freshness: this.#freshness,
+      selection: this.#compiled,
+      ledger: this.#ledger,
+      statusWriter: this.#statusWriter,
+      syncEvents,
+      workers: this.#workers,
+      running: () => ({ executor: this.#executor, caches: this.#caches }),
+      metrics,
     });
   }
 
@@ -228,13 +242,7 @@ export class Controller {
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
-      this.#freshness.forget(ns.name);
-      this.#compiled.forgetNamespace(ns.name);
-      for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#statusWriter.schedule.markDirty(cfgKey);
-      this.#workers.forgetNamespace(ns.name);
-      this.#executor?.forgetNamespace(ns.name);
-      this.#caches?.forgetNamespace(ns.name);
-      this.#statusWriter.schedule.finished(ns.name);
+      this.books.namespaceGone(ns.name);
       this.#statusWriter.kick();
       return;
     }

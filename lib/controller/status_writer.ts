@@ -50,6 +50,11 @@ export class StatusWriter {
 
   constructor(private readonly deps: StatusDeps) {}
 
+  /** The SyncConfig went: its failed writes in a row are forgotten. */
+  forgetConfig(cfgKey: string): void {
+    this.#retries.forgetConfig(cfgKey);
+  }
+
   /** Asks for a flush of the statuses that are ready (cheap; any number of calls become one flush). */
   kick(): void {
     this.#wanted = true;
