@@ -14,7 +14,16 @@ import { decodeManaged, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } f
 import { desiredObject } from "../sync/desired.ts";
 import { contradicted, failure, OwnedByOther } from "../sync/failures.ts";
 import { contradictions } from "../model/contradictions.ts";
-import { deleteItemSite, keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemSite } from "../sync/planner.ts";
+import {
+  deleteItemSite,
+  keysOf,
+  planAdoption,
+  planDeleteItem,
+  planSyncItem,
+  type PlanView,
+  syncItemSite,
+} from "../sync/planner.ts";
+import { liveParts } from "../sync/applier.ts";
 import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
 import { Registry } from "../controller/registry.ts";
 import type { NamespaceInfo } from "../controller/watches.ts";
@@ -109,7 +118,6 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
       const selecting = registry.selecting(ns);
       if (!cfg || !selecting.includes(key)) continue;
       plan.selected++;
-      // As the controller's unit: items that contradict another here are not performed (contradictions.ts).
       const contested = contradictions(registry.selectingConfigs(ns), ns.name).get(key);
       for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item, contested));
       for (const item of cfg.syncItems) {
@@ -152,12 +160,11 @@ function planDelete(
 ): PlanEntry[] {
   const name = renderTemplate(item.name, namespace);
   const base = { apiVersion: item.apiVersion, kind: item.kind, namespace, name, cfgKey: cfg.key };
-  if (item.problem) {
-    return [{ ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true }];
-  }
+  // A spec problem, or a contradiction with another item here (as the controller's unit decides it).
   const why = contested?.get(`.spec.deleteItems[${item.index}]`);
-  const contest = why !== undefined && contradicted(deleteItemSite({ cfg, namespace }, item, name), why);
-  if (contest) return [{ ...base, action: "fail", reason: contest.message, terminal: true }];
+  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : why !== undefined &&
+    contradicted(deleteItemSite({ cfg, namespace }, item, name), why).message;
+  if (problem) return [{ ...base, action: "fail", reason: problem, terminal: true }];
   let resource: ResourceInfo;
   try {
     resource = resourceOf(snapshot, item.apiVersion, item.kind);
@@ -191,12 +198,10 @@ async function planItem(
     cfgKey: cfg.key,
     forceRecreate: cfg.forceRecreate,
   };
-  if (item.problem) {
-    return { ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true };
-  }
   const why = contested?.get(`.spec.syncItems[${item.index}]`);
-  const contest = why !== undefined && contradicted(syncItemSite({ cfg, namespace }, item, name), why);
-  if (contest) return { ...base, action: "fail", reason: contest.message, terminal: true };
+  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : why !== undefined &&
+    contradicted(syncItemSite({ cfg, namespace }, item, name), why).message;
+  if (problem) return { ...base, action: "fail", reason: problem, terminal: true };
   const fail = failure(syncItemSite({ cfg, namespace }, item, name));
   let resource: ResourceInfo;
   try {
@@ -221,11 +226,10 @@ async function planItem(
       return { ...entry, action: "fail", reason: plan.result.message, terminal: plan.result.terminal };
     case "create": {
       if (!live) return { ...entry, action: "create" };
-      // It exists without espejo's label: the controller adopts it, unless another SyncConfig's item holds it.
-      const owner = live.metadata?.annotations?.[OWNER_ANNOTATION];
-      if (owner && owner !== cfg.key && view.claims(owner, resource, namespace, name)) {
-        const f = fail(new OwnedByOther(owner));
-        return { ...entry, action: "fail", reason: f.state === "failed" ? f.message : "", terminal: true };
+      // It exists without espejo's label: the controller adopts it, as the planner decides.
+      const adoption = planAdoption({ cfgKey: cfg.key, resource, namespace, name }, liveParts(live), view);
+      if (adoption.kind === "held") {
+        return { ...entry, action: "fail", reason: fail(new OwnedByOther(adoption.owner)).message, terminal: true };
       }
       const changes = fieldDiff(desired, live);
       return { ...entry, action: "adopt", reason: "it exists without espejo's label", changes };
