@@ -19,6 +19,7 @@ import { deepEqual } from "../kube/objects.ts";
 import { mapBounded } from "../sync/bounded.ts";
 import {
   confirmedPrunes,
+  finalizerAction,
   planPrunes,
   PRUNE_ANNOTATION,
   PRUNE_FINALIZER,
@@ -198,28 +199,42 @@ export class Pruning {
     const sc = this.d.syncConfigs.get(key);
     const pruner = this.d.pruner();
     if (!sc || !pruner) return SETTLED;
-    const enabled = this.enabled(key);
-    const holds = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
-    if (!this.#deleting.has(key)) {
-      if (enabled !== holds) {
-        const failed = await this.#setFinalizer(key, sc, enabled);
+    const deleting = this.#deleting.has(key);
+    const present = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
+    const prunes = deleting ? this.scope(key, false).kind === "deleting" : this.enabled(key);
+    switch (finalizerAction(deleting, present, prunes)) {
+      case "none":
+        return SETTLED;
+      case "remove":
+        return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+      case "add": {
+        const failed = await this.#setFinalizer(key, sc, true);
         if (failed) return failed;
+        return this.#watch(key, pruner);
       }
-      if (enabled) {
-        pruner.indexCreatedBy(key); // objects cached while it did not prune were not indexed
-        for (const namespace of pruner.namespacesCreatedBy(key)) {
-          this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
-        }
-      }
-      return SETTLED;
+      case "watch":
+        return this.#watch(key, pruner);
+      case "release":
+        log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
+          syncConfig: key,
+        });
+        return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+      case "prune":
+        return await this.#pruneLeft(key, sc, pruner);
     }
-    if (!holds) return SETTLED;
-    if (this.scope(key, false).kind !== "deleting") {
-      log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
-        syncConfig: key,
-      });
-      return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+  }
+
+  /** Pruning is on: what it created is indexed (objects cached while it did not prune were not), and queued. */
+  #watch(key: string, pruner: Pruner): WorkFacts {
+    pruner.indexCreatedBy(key);
+    for (const namespace of pruner.namespacesCreatedBy(key)) {
+      this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
     }
+    return SETTLED;
+  }
+
+  /** A deleted SyncConfig that prunes: the namespaces where something of it is left are queued; released once none. */
+  async #pruneLeft(key: string, sc: SyncConfig, pruner: Pruner): Promise<WorkFacts> {
     const problem = await pruner.watchItemKinds(this.#config(key)!, true);
     const left = problem ? [] : pruner.namespacesCreatedBy(key).filter((ns) => {
       const { created, listing } = pruner.createdIn(ns); // checks the entries (and drops the stale ones)

@@ -100,3 +100,38 @@ export const RELABEL_SETTLE_MS = 2_000;
 export function settlingMs(relabelledAt: number | undefined, now: number): number {
   return relabelledAt === undefined ? 0 : Math.max(0, relabelledAt + RELABEL_SETTLE_MS - now);
 }
+
+/**
+ * What the prune finalizer of a SyncConfig needs, as a state table (kube-rs `finalizer.rs` is the model): one action
+ * for each (being deleted, finalizer present, prunes). `prunes`: pruning is on; for one being deleted, also that its
+ * items can be read (a typo must not delete objects, so it is then released without pruning).
+ */
+export type FinalizerAction =
+  /** Nothing holds it or needs holding. */
+  | "none"
+  /** Pruning was turned on: add the finalizer, then as "watch". */
+  | "add"
+  /** Pruning was turned off: remove the finalizer. */
+  | "remove"
+  /** Pruning is on and held: index what it created, queue those namespaces. */
+  | "watch"
+  /** Deleted but it does not prune: remove the finalizer, leaving what it created in place. */
+  | "release"
+  /** Deleted and it prunes: queue what is left; remove the finalizer once nothing is. */
+  | "prune";
+
+const FINALIZER_TABLE: Record<`${boolean} ${boolean} ${boolean}`, FinalizerAction> = {
+  // deleting, finalizer present, prunes
+  "false false false": "none",
+  "false false true": "add",
+  "false true false": "remove",
+  "false true true": "watch",
+  "true false false": "none",
+  "true false true": "none",
+  "true true false": "release",
+  "true true true": "prune",
+};
+
+export function finalizerAction(deleting: boolean, present: boolean, prunes: boolean): FinalizerAction {
+  return FINALIZER_TABLE[`${deleting} ${present} ${prunes}`];
+}

@@ -4,6 +4,8 @@ import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import fc from "fast-check";
 import {
   confirmedPrunes,
+  type FinalizerAction,
+  finalizerAction,
   planPrunes,
   type PruneCandidate,
   pruneEnabled,
@@ -87,4 +89,22 @@ Deno.test("settlingMs: a deselection is pruned only once the namespace's labels 
   assert.equal(settlingMs(1_000_000, 1_000_000), RELABEL_SETTLE_MS);
   assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS - 1), 1);
   assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS), 0);
+});
+
+Deno.test("finalizerAction: one action per (being deleted, finalizer present, prunes)", () => {
+  const table: [boolean, boolean, boolean, FinalizerAction][] = [
+    [false, false, false, "none"],
+    [false, false, true, "add"],
+    [false, true, false, "remove"],
+    [false, true, true, "watch"],
+    // Nothing holds a deleted SyncConfig without the finalizer: there is nothing left to do for it.
+    [true, false, false, "none"],
+    [true, false, true, "none"],
+    // Deleted with pruning off (or an item it cannot read): released, what it created stays.
+    [true, true, false, "release"],
+    [true, true, true, "prune"],
+  ];
+  for (const [deleting, present, prunes, want] of table) {
+    assert.equal(finalizerAction(deleting, present, prunes), want, `${deleting} ${present} ${prunes}`);
+  }
 });
