@@ -15,11 +15,11 @@ import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { WorkFacts } from "../sync/retry_policy.ts";
 import type { Freshness } from "./freshness.ts";
 import type { KeyBooks } from "./key_books.ts";
-import type { Registry } from "./registry.ts";
+import type { Registry } from "../model/registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import type { NamespaceInfo } from "./watches.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { Pruning } from "./pruning.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 

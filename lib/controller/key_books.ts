@@ -8,11 +8,11 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { Freshness } from "./freshness.ts";
-import type { Registry } from "./registry.ts";
+import type { Registry } from "../model/registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import type { NamespaceInfo } from "./watches.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { Workers } from "./worker.ts";
 
 /** How one book forgets; a book keyed by one kind of key only has that one. */

@@ -31,9 +31,10 @@ import {
 import type { Pruner } from "../sync/pruner.ts";
 import type { WorkFacts } from "../sync/retry_policy.ts";
 import type { Step } from "../sync/step.ts";
-import type { Registry } from "./registry.ts";
-import { patchSyncConfig } from "./syncconfig_client.ts";
-import type { NamespaceInfo, NamespaceLookup } from "./watches.ts";
+import type { Registry } from "../model/registry.ts";
+import { patchSyncConfig } from "../sync/syncconfig_client.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
+import type { NamespaceLookup } from "./watches.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 
 const log = getLogger(["espejo", "prune"]);

@@ -20,9 +20,9 @@ import { RetryBook } from "../sync/retry_book.ts";
 import { afterWork } from "../sync/retry_policy.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import { patchSyncConfigStatus } from "./syncconfig_client.ts";
+import { patchSyncConfigStatus } from "../sync/syncconfig_client.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
-import { decodeSyncConfig } from "./syncconfig_api.ts";
+import { decodeSyncConfig } from "../sync/syncconfig_api.ts";
 
 const log = getLogger(["espejo", "controller"]);
 

@@ -25,8 +25,8 @@ import {
 } from "../sync/planner.ts";
 import { liveParts } from "../sync/applier.ts";
 import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
-import { Registry } from "../controller/registry.ts";
-import type { NamespaceInfo } from "../controller/watches.ts";
+import { Registry } from "../model/registry.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { explainedByDefaults } from "./server_defaults.ts";
 import { kindKey, type Snapshot } from "./snapshot.ts";
 

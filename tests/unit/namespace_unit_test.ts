@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { NamespaceUnit } from "../../lib/controller/namespace_unit.ts";
-import { Registry } from "../../lib/controller/registry.ts";
-import type { NamespaceInfo } from "../../lib/controller/watches.ts";
+import { Registry } from "../../lib/model/registry.ts";
+import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 import type { ItemResult } from "../../lib/sync/failures.ts";
 import type { Step } from "../../lib/sync/step.ts";

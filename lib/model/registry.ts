@@ -5,15 +5,10 @@
  */
 import { ItemIndex } from "./item_index.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
-import {
-  type CompiledSyncConfig,
-  type CompileResult,
-  compileSyncConfig,
-  type SyncConfig,
-} from "../model/syncconfig.ts";
-import { renderTemplate } from "../model/template.ts";
+import { type CompiledSyncConfig, type CompileResult, compileSyncConfig, type SyncConfig } from "./syncconfig.ts";
+import { renderTemplate } from "./template.ts";
 import { SelectionIndex } from "./selection_index.ts";
-import type { NamespaceFacts } from "../model/selector.ts";
+import type { NamespaceFacts } from "./selector.ts";
 
 export interface Compiled {
   generation: number;
