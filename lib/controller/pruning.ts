@@ -21,8 +21,6 @@ import {
   confirmedPrunes,
   finalizerAction,
   planPrunes,
-  PRUNE_ANNOTATION,
-  PRUNE_FINALIZER,
   pruneEnabled,
   type PrunePlan,
   type PruneScope,
@@ -36,6 +34,7 @@ import { patchSyncConfig } from "../sync/syncconfig_client.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { NamespaceLookup } from "./watches.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
+import { PRUNE_ANNOTATION, PRUNE_FINALIZER } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "prune"]);
 

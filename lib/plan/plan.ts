@@ -6,11 +6,11 @@
  */
 import { namespacedOnly, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { CREATED_ANNOTATION, extrasHash } from "../model/drift.ts";
+import { extrasHash } from "../model/drift.ts";
 import { type FieldChange, fieldDiff } from "../model/field_diff.ts";
 import { type CompiledSyncConfig, compileSyncConfig, keyOf } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
-import { decodeManaged, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../sync/cached_object.ts";
+import { decodeManaged } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
 import { contradicted, failure, OwnedByOther } from "../sync/failures.ts";
 import { contradictions } from "../model/contradictions.ts";
@@ -29,6 +29,7 @@ import { Registry } from "../model/registry.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { explainedByDefaults } from "./server_defaults.ts";
 import { kindKey, type Snapshot } from "./snapshot.ts";
+import { CREATED_ANNOTATION, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../model/markers.ts";
 
 export type PlannedAction = "create" | "adopt" | "update" | "recreate" | "delete" | "prune" | "fail";
 

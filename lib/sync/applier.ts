@@ -10,13 +10,12 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isAlreadyExists, isConflict, isImmutableField, isInvalid, isNotFound } from "../kube/errors.ts";
-import { CREATED_ANNOTATION, FIELD_MANAGER } from "../model/drift.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { OWNER_ANNOTATION } from "./cached_object.ts";
 import type { ItemAction } from "./failures.ts";
 import { OwnedByOther } from "./failures.ts";
 import { heldByOther, type LiveParts, planAdoption, type ReplaceWhen, type WriteSite } from "./planner.ts";
 import { replaceObject } from "./replace.ts";
+import { CREATED_ANNOTATION, FIELD_MANAGER, OWNER_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "applier"]);
 

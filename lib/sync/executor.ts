@@ -9,7 +9,7 @@ import type { KubeClient } from "../kube/client.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import { Discovery, namespacedOnly, objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isNotFound } from "../kube/errors.ts";
-import { extrasHash, HASH_ANNOTATION } from "../model/drift.ts";
+import { extrasHash } from "../model/drift.ts";
 import { FightBook } from "./fights.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
@@ -32,6 +32,7 @@ import {
 import { afterTry, type TryOutcome } from "./retry_policy.ts";
 import { RetryBook } from "./retry_book.ts";
 import { acceptWritten, remember } from "./verdict.ts";
+import { HASH_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "executor"]);
 

@@ -13,10 +13,7 @@
  */
 import type { ResourceInfo } from "../kube/discovery.ts";
 import type { ObjectMeta } from "../kube/objects.ts";
-
-export const PRUNE_ANNOTATION = "sync.appuio.ch/prune";
-/** Held on a SyncConfig while pruning is on, so that its deletion is cleaned up even while espejo is not running. */
-export const PRUNE_FINALIZER = "sync.appuio.ch/prune";
+import { PRUNE_ANNOTATION } from "../model/markers.ts";
 
 /** Whether pruning is on for a SyncConfig with this metadata: its annotation, else the default. */
 export function pruneEnabled(metadata: ObjectMeta | undefined, pruneDefault: boolean): boolean {

@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
-import { CREATED_ANNOTATION } from "../../lib/model/drift.ts";
 import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import { type CachedObject, decodeManaged } from "../../lib/sync/cached_object.ts";
 import { desiredObject } from "../../lib/sync/desired.ts";
@@ -16,6 +15,7 @@ import {
   type SyncTarget,
 } from "../../lib/sync/planner.ts";
 import { acceptWritten, remember } from "../../lib/sync/verdict.ts";
+import { CREATED_ANNOTATION } from "../../lib/model/markers.ts";
 
 const RESOURCE: ResourceInfo = {
   group: "",
