@@ -24,6 +24,7 @@ import {
   pruneEnabled,
   type PrunePlan,
   type PruneScope,
+  pruneScope,
   settlingMs,
 } from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
@@ -93,15 +94,12 @@ export class Pruning {
   /** Where SyncConfig `key` stands for pruning; `selects`: whether the unit's selection includes it. */
   scope(key: string, selects: boolean): PruneScope {
     const sc = this.d.syncConfigs.get(key);
-    if (!sc || !this.enabled(key)) return OFF;
+    if (!sc) return OFF;
     const deleting = this.#deleting.get(key);
     // Being deleted but not seen so yet (or a new one under the key): nothing until the change is processed.
     if (!!sc.metadata?.deletionTimestamp !== !!deleting || (deleting && deleting.uid !== sc.metadata?.uid)) return OFF;
     const result = deleting?.result ?? this.d.registry.get(key)?.result;
-    // Invalid, or an item it cannot read: a typo must not delete objects.
-    if (!result?.ok || result.config.syncItems.some((i) => i.problem)) return OFF;
-    if (deleting) return { kind: "deleting" };
-    return { kind: "active", selects };
+    return pruneScope({ enabled: this.enabled(key), deleting: !!deleting, result, selects });
   }
 
   /** Whether a unit of `namespace` may have something to prune (a SyncConfig with pruning on created objects there). */

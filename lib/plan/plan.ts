@@ -24,7 +24,7 @@ import {
   syncItemSite,
 } from "../sync/planner.ts";
 import { liveParts } from "../sync/applier.ts";
-import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
+import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope, pruneScope } from "../sync/prune.ts";
 import { Registry } from "../model/registry.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { explainedByDefaults } from "./server_defaults.ts";
@@ -128,14 +128,12 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
       }
     }
     if (pruning) {
-      const readable = deleting ? compileSyncConfig(syncConfig) : compiled;
-      // As the controller: an item it cannot read, or (unless deleted) of a kind the server does not know, stops it.
-      const known = (i: { apiVersion: string; kind: string }) =>
-        deleting || !(snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
-      const ok = readable?.ok === true && readable.config.syncItems.every((i) => !i.problem && known(i));
-      plan.entries.push(
-        ...planPrunesOf(snapshot, registry, key, ok ? (deleting ? "deleting" : "active") : "off", namespaces),
-      );
+      const result = deleting ? compileSyncConfig(syncConfig) : compiled;
+      const unknownKind = result?.ok &&
+        result.config.syncItems.some((i) => snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
+      const scopeIn = (ns: NamespaceInfo) =>
+        pruneScope({ enabled: true, deleting, result, selects: registry.selecting(ns).includes(key), unknownKind });
+      plan.entries.push(...planPrunesOf(snapshot, registry, key, scopeIn, namespaces));
     }
   }
   return result;
@@ -249,7 +247,7 @@ function planPrunesOf(
   snapshot: Snapshot,
   registry: Registry<NamespaceInfo>,
   key: string,
-  stand: PruneScope["kind"],
+  scopeIn: (ns: NamespaceInfo) => PruneScope,
   namespaces: NamespaceInfo[],
 ): PlanEntry[] {
   const out: PlanEntry[] = [];
@@ -277,10 +275,7 @@ function planPrunesOf(
   for (const ns of namespaces) {
     const candidates = created.get(ns.name);
     if (!candidates) continue;
-    const scope: PruneScope = stand === "active"
-      ? { kind: "active", selects: registry.selecting(ns).includes(key) }
-      : { kind: stand };
-    for (const p of planPrunes(key, scope, candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
+    for (const p of planPrunes(key, scopeIn(ns), candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
       const { resource, namespace, name, uid } = p.candidate;
       const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
       out.push({

@@ -13,12 +13,38 @@
  */
 import type { ResourceInfo } from "../kube/discovery.ts";
 import type { ObjectMeta } from "../kube/objects.ts";
+import type { CompileResult } from "../model/syncconfig.ts";
 import { PRUNE_ANNOTATION } from "../model/markers.ts";
 
 /** Whether pruning is on for a SyncConfig with this metadata: its annotation, else the default. */
 export function pruneEnabled(metadata: ObjectMeta | undefined, pruneDefault: boolean): boolean {
   const value = metadata?.annotations?.[PRUNE_ANNOTATION];
   return value === "true" || (pruneDefault && value !== "false");
+}
+
+/** What decides where a SyncConfig stands for pruning (see {@link pruneScope}). */
+export interface PruneFacts {
+  /** Pruning is on for it (its annotation, else the default). */
+  enabled: boolean;
+  /** It is being deleted. */
+  deleting: boolean;
+  /** Its compile result; for one being deleted, compiled from it as it is (its items are what it created). */
+  result: CompileResult | undefined;
+  /** Whether it selects the namespace in question. */
+  selects: boolean;
+  /** An item of a kind the server does not know (`espejo plan`; the controller finds out when it lists the kind). */
+  unknownKind?: boolean;
+}
+
+/**
+ * Where a SyncConfig stands for pruning, one rule for the controller and `espejo plan`: off unless pruning is on and
+ * every item can be read, a typo must not delete objects (a kind the server does not know counts as a typo, except
+ * for one being deleted: its CRD went, and its objects with it); being deleted, everything it created goes.
+ */
+export function pruneScope(f: PruneFacts): PruneScope {
+  if (!f.enabled || !f.result?.ok || f.result.config.syncItems.some((i) => i.problem)) return { kind: "off" };
+  if (f.deleting) return { kind: "deleting" };
+  return f.unknownKind ? { kind: "off" } : { kind: "active", selects: f.selects };
 }
 
 /** An object a SyncConfig created, as the caches (or a list, for `espejo plan`) see it. */

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import fc from "fast-check";
+import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import {
   confirmedPrunes,
   type FinalizerAction,
@@ -10,6 +11,7 @@ import {
   type PruneCandidate,
   pruneEnabled,
   type PruneScope,
+  pruneScope,
   RELABEL_SETTLE_MS,
   settlingMs,
 } from "../../lib/sync/prune.ts";
@@ -107,4 +109,28 @@ Deno.test("finalizerAction: one action per (being deleted, finalizer present, pr
   for (const [deleting, present, prunes, want] of table) {
     assert.equal(finalizerAction(deleting, present, prunes), want, `${deleting} ${present} ${prunes}`);
   }
+});
+
+Deno.test("pruneScope: one rule for where a SyncConfig stands, for the controller and espejo plan", () => {
+  const compile = (syncItems: unknown[]) =>
+    compileSyncConfig({
+      metadata: { namespace: "espejo", name: "p" },
+      spec: { namespaceSelector: { matchNames: [".*"] }, syncItems } as never,
+    });
+  const good = compile([{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } }]);
+  const typo = compile([{ apiVersion: "v1", kind: "ConfigMap", metadata: {} }]);
+  const base = { enabled: true, deleting: false, result: good, selects: true };
+  const table: [string, Parameters<typeof pruneScope>[0], PruneScope][] = [
+    ["on, selecting", base, { kind: "active", selects: true }],
+    ["on, not selecting", { ...base, selects: false }, { kind: "active", selects: false }],
+    ["off", { ...base, enabled: false }, { kind: "off" }],
+    ["an item it cannot read", { ...base, result: typo }, { kind: "off" }],
+    ["invalid", { ...base, result: { ok: false, key: "espejo/p", message: "m" } }, { kind: "off" }],
+    ["unknown", { ...base, result: undefined }, { kind: "off" }],
+    ["a kind the server does not know", { ...base, unknownKind: true }, { kind: "off" }],
+    ["being deleted", { ...base, deleting: true, selects: false }, { kind: "deleting" }],
+    ["being deleted, its kind gone with its CRD", { ...base, deleting: true, unknownKind: true }, { kind: "deleting" }],
+    ["being deleted with an item it cannot read", { ...base, deleting: true, result: typo }, { kind: "off" }],
+  ];
+  for (const [name, facts, want] of table) assert.deepEqual(pruneScope(facts), want, name);
 });
