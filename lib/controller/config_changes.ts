@@ -7,7 +7,6 @@ import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Reflector } from "../kube/reflector.ts";
-import type { Metrics } from "../metrics/metrics.ts";
 import { type CompiledSyncConfig, keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
 import type { Executor } from "../sync/executor.ts";
@@ -18,7 +17,6 @@ import type { KeyBooks } from "./key_books.ts";
 import type { Registry } from "../model/registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
-import type { SyncEvents } from "./sync_events.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { Pruning } from "./pruning.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
@@ -26,21 +24,22 @@ import type { Trigger, WorkItem } from "./work_items.ts";
 const log = getLogger(["espejo", "controller"]);
 
 export interface ConfigChangesDeps {
-  syncConfigs: Reflector<SyncConfig>;
-  namespaces: Reflector<NamespaceInfo>;
+  syncConfigs: Pick<Reflector<SyncConfig>, "get" | "values">;
+  namespaces: Pick<Reflector<NamespaceInfo>, "values">;
   registry: Registry<NamespaceInfo>;
   ledger: StatusLedger;
-  statusWriter: StatusWriter;
-  syncEvents: SyncEvents;
-  events: EventRecorder;
-  freshness: Freshness;
-  metrics: Metrics;
+  statusWriter: Pick<StatusWriter, "schedule" | "kick">;
+  events: Pick<EventRecorder, "emit">;
+  freshness: Pick<Freshness, "changedEverywhere">;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
-  pruning: Pruning;
+  pruning: Pick<Pruning, "observe" | "settle" | "enabled">;
   /** Every book of per-SyncConfig state: a deleted SyncConfig is forgotten in one call. */
   books: Pick<KeyBooks, "configGone">;
   /** The parts that exist once the controller runs. */
-  running: () => { executor?: Executor; caches?: ResourceCaches };
+  running: () => {
+    executor?: Pick<Executor, "forgetConfig">;
+    caches?: Pick<ResourceCaches, "retain" | "hasCreated">;
+  };
 }
 
 export class ConfigChanges {

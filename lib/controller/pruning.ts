@@ -15,7 +15,6 @@ import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { type CompileResult, compileSyncConfig, type SyncConfig } from "../model/syncconfig.ts";
 import type { ItemAction } from "../sync/failures.ts";
-import { deepEqual } from "../kube/objects.ts";
 import { mapBounded } from "../sync/bounded.ts";
 import {
   confirmedPrunes,
@@ -35,21 +34,27 @@ import { patchSyncConfig } from "../sync/syncconfig_client.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { NamespaceLookup } from "./watches.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
-import { PRUNE_ANNOTATION, PRUNE_FINALIZER } from "../model/markers.ts";
+import { PRUNE_FINALIZER } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "prune"]);
 
 export interface PruningDeps {
   client: KubeClient;
-  syncConfigs: Reflector<SyncConfig>;
+  syncConfigs: Pick<Reflector<SyncConfig>, "get" | "upsert">;
   namespaces: NamespaceLookup;
   registry: Registry<NamespaceInfo>;
-  metrics: Metrics;
+  metrics: Pick<Metrics, "prunes">;
   pruneDefault: boolean;
   enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => void;
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void;
-  pruner: () => Pruner | undefined;
+  pruner: () => PrunerParts | undefined;
 }
+
+/** What pruning asks of the pruner (lib/sync/pruner.ts). */
+export type PrunerParts = Pick<
+  Pruner,
+  "createdIn" | "indexCreatedBy" | "creatorsIn" | "namespacesCreatedBy" | "prune" | "watchItemKinds"
+>;
 
 /** What the prune step of a unit would delete in a namespace, decided from the caches at one moment. */
 export interface PruneDecision {
@@ -223,7 +228,7 @@ export class Pruning {
   }
 
   /** Pruning is on: what it created is indexed (objects cached while it did not prune were not), and queued. */
-  #watch(key: string, pruner: Pruner): WorkFacts {
+  #watch(key: string, pruner: PrunerParts): WorkFacts {
     pruner.indexCreatedBy(key);
     for (const namespace of pruner.namespacesCreatedBy(key)) {
       this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
@@ -232,7 +237,7 @@ export class Pruning {
   }
 
   /** A deleted SyncConfig that prunes: the namespaces where something of it is left are queued; released once none. */
-  async #pruneLeft(key: string, sc: SyncConfig, pruner: Pruner): Promise<WorkFacts> {
+  async #pruneLeft(key: string, sc: SyncConfig, pruner: PrunerParts): Promise<WorkFacts> {
     const problem = await pruner.watchItemKinds(this.#config(key)!, true);
     const left = problem ? [] : pruner.namespacesCreatedBy(key).filter((ns) => {
       const { created, listing } = pruner.createdIn(ns); // checks the entries (and drops the stale ones)
@@ -280,16 +285,4 @@ export class Pruning {
       return { retry: true, baseMs: isConflict(e) ? 1_000 : 10_000 };
     }
   }
-}
-
-/**
- * Whether nothing that decides what a SyncConfig syncs or prunes changed: its generation, its deletion, its prune
- * annotation and its finalizers. Status writes (espejo's own, every few seconds in a burst) change none of them.
- */
-export function sameSpecAndPruning(sc: SyncConfig, old: SyncConfig | undefined): boolean {
-  const a = sc.metadata;
-  const b = old?.metadata;
-  return a?.generation === b?.generation && a?.deletionTimestamp === b?.deletionTimestamp &&
-    a?.annotations?.[PRUNE_ANNOTATION] === b?.annotations?.[PRUNE_ANNOTATION] &&
-    deepEqual(a?.finalizers ?? [], b?.finalizers ?? []);
 }

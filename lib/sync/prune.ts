@@ -12,7 +12,7 @@
  * - pruning off (the annotation removed or "false") prunes nothing, from the next decision on.
  */
 import type { ResourceInfo } from "../kube/discovery.ts";
-import type { ObjectMeta } from "../kube/objects.ts";
+import { deepEqual, type ObjectMeta } from "../kube/objects.ts";
 import type { CompileResult } from "../model/syncconfig.ts";
 import { PRUNE_ANNOTATION } from "../model/markers.ts";
 
@@ -157,4 +157,16 @@ const FINALIZER_TABLE: Record<`${boolean} ${boolean} ${boolean}`, FinalizerActio
 
 export function finalizerAction(deleting: boolean, present: boolean, prunes: boolean): FinalizerAction {
   return FINALIZER_TABLE[`${deleting} ${present} ${prunes}`];
+}
+
+/**
+ * Whether nothing that decides what a SyncConfig syncs or prunes changed: its generation, its deletion, its prune
+ * annotation and its finalizers. Status writes (espejo's own, every few seconds in a burst) change none of them.
+ */
+export function sameSpecAndPruning(sc: { metadata?: ObjectMeta }, old: { metadata?: ObjectMeta } | undefined): boolean {
+  const a = sc.metadata;
+  const b = old?.metadata;
+  return a?.generation === b?.generation && a?.deletionTimestamp === b?.deletionTimestamp &&
+    a?.annotations?.[PRUNE_ANNOTATION] === b?.annotations?.[PRUNE_ANNOTATION] &&
+    deepEqual(a?.finalizers ?? [], b?.finalizers ?? []);
 }
