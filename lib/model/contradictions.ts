@@ -11,18 +11,28 @@ import { splitApiVersion } from "../kube/objects.ts";
 import type { CompiledSyncConfig } from "./syncconfig.ts";
 import { renderTemplate } from "./template.ts";
 
-/** By SyncConfig key, then by item field (`.spec.deleteItems[0]`): why the item is not performed. */
-export type Contradictions = ReadonlyMap<string, ReadonlyMap<string, string>>;
+/** A contested item: the object it names in the namespace, and why it is not performed. */
+export interface Contest {
+  kind: string;
+  /** The object's name, rendered in the namespace. */
+  name: string;
+  problem: string;
+}
+
+/** By SyncConfig key, then by item field (`.spec.deleteItems[0]`). */
+export type Contradictions = ReadonlyMap<string, ReadonlyMap<string, Contest>>;
 
 interface Named {
   cfgKey: string;
   field: string;
+  kind: string;
+  name: string;
 }
 
 /** The contested items of `configs` (the valid SyncConfigs that select `namespace`); empty when none contradict. */
 export function contradictions(configs: Iterable<CompiledSyncConfig>, namespace: string): Contradictions {
   const identity = (apiVersion: string, kind: string, name: string) =>
-    `${splitApiVersion(apiVersion).group}|${kind}|${renderTemplate(name, namespace)}`;
+    `${splitApiVersion(apiVersion).group}|${kind}|${name}`;
   const deleted = new Map<string, Named[]>();
   const synced = new Map<string, Named[]>();
   const add = (to: Map<string, Named[]>, id: string, named: Named) => {
@@ -33,20 +43,24 @@ export function contradictions(configs: Iterable<CompiledSyncConfig>, namespace:
   for (const cfg of configs) {
     // An item with a problem is not performed anyway: it contests nothing.
     for (const d of cfg.deleteItems) {
-      if (!d.problem) add(deleted, identity(d.apiVersion, d.kind, d.name), named(cfg, "deleteItems", d.index));
+      if (d.problem) continue;
+      const item = named(cfg, "deleteItems", d, namespace);
+      add(deleted, identity(d.apiVersion, d.kind, item.name), item);
     }
     for (const s of cfg.syncItems) {
-      if (!s.problem) add(synced, identity(s.apiVersion, s.kind, s.name), named(cfg, "syncItems", s.index));
+      if (s.problem) continue;
+      const item = named(cfg, "syncItems", s, namespace);
+      add(synced, identity(s.apiVersion, s.kind, item.name), item);
     }
   }
-  const out = new Map<string, Map<string, string>>();
+  const out = new Map<string, Map<string, Contest>>();
   const contest = (item: Named, others: Named[], verb: string) => {
     const names = others.map((o) => o.cfgKey === item.cfgKey ? `${o.field} of this SyncConfig` : ref(o)).sort();
     const problem = `contradicts ${names.join(" and ")}, which ${others.length > 1 ? verb : `${verb}s`} the same ` +
       "object: neither is done while both name it";
     let items = out.get(item.cfgKey);
     if (!items) out.set(item.cfgKey, items = new Map());
-    items.set(item.field, problem);
+    items.set(item.field, { kind: item.kind, name: item.name, problem });
   };
   for (const [id, deleters] of deleted) {
     const syncers = synced.get(id);
@@ -57,9 +71,16 @@ export function contradictions(configs: Iterable<CompiledSyncConfig>, namespace:
   return out;
 }
 
-const named = (cfg: CompiledSyncConfig, list: string, index: number): Named => ({
+const named = (
+  cfg: CompiledSyncConfig,
+  list: string,
+  item: { index: number; kind: string; name: string },
+  namespace: string,
+): Named => ({
   cfgKey: cfg.key,
-  field: `.spec.${list}[${index}]`,
+  field: `.spec.${list}[${item.index}]`,
+  kind: item.kind,
+  name: renderTemplate(item.name, namespace),
 });
 
 const ref = (n: Named) => `${n.field} of SyncConfig ${n.cfgKey}`;

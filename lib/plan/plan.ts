@@ -13,7 +13,7 @@ import { renderTemplate } from "../model/template.ts";
 import { decodeManaged } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
 import { contradicted, failure, OwnedByOther } from "../sync/failures.ts";
-import { contradictions } from "../model/contradictions.ts";
+import { type Contest, contradictions } from "../model/contradictions.ts";
 import {
   deleteItemSite,
   keysOf,
@@ -155,14 +155,15 @@ function planDelete(
   cfg: CompiledSyncConfig,
   namespace: string,
   item: CompiledSyncConfig["deleteItems"][number],
-  contested: ReadonlyMap<string, string> | undefined,
+  contested: ReadonlyMap<string, Contest> | undefined,
 ): PlanEntry[] {
   const name = renderTemplate(item.name, namespace);
   const base = { apiVersion: item.apiVersion, kind: item.kind, namespace, name, cfgKey: cfg.key };
   // A spec problem, or a contradiction with another item here (as the controller's unit decides it).
-  const why = contested?.get(`.spec.deleteItems[${item.index}]`);
-  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : why !== undefined &&
-    contradicted(deleteItemSite({ cfg, namespace }, item, name), why).message;
+  const field = `.spec.deleteItems[${item.index}]`;
+  const contest = contested?.get(field);
+  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : contest &&
+    contradicted(cfg.key, namespace, field, contest).message;
   if (problem) return [{ ...base, action: "fail", reason: problem, terminal: true }];
   let resource: ResourceInfo;
   try {
@@ -186,7 +187,7 @@ async function planItem(
   item: CompiledSyncConfig["syncItems"][number],
   view: PlanView,
   serverAdds: Map<string, string>,
-  contested: ReadonlyMap<string, string> | undefined,
+  contested: ReadonlyMap<string, Contest> | undefined,
 ): Promise<PlanEntry | undefined> {
   const name = renderTemplate(item.name, namespace);
   const base = {
@@ -197,9 +198,10 @@ async function planItem(
     cfgKey: cfg.key,
     forceRecreate: cfg.forceRecreate,
   };
-  const why = contested?.get(`.spec.syncItems[${item.index}]`);
-  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : why !== undefined &&
-    contradicted(syncItemSite({ cfg, namespace }, item, name), why).message;
+  const field = `.spec.syncItems[${item.index}]`;
+  const contest = contested?.get(field);
+  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : contest &&
+    contradicted(cfg.key, namespace, field, contest).message;
   if (problem) return { ...base, action: "fail", reason: problem, terminal: true };
   const fail = failure(syncItemSite({ cfg, namespace }, item, name));
   let resource: ResourceInfo;

@@ -6,8 +6,8 @@
 import { getLogger } from "@logtape/logtape";
 import type { Executor } from "./executor.ts";
 import { contradicted, type FailureFields, type ItemAction, type ItemResult } from "./failures.ts";
-import { deleteItemSite, syncItemSite } from "./planner.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import type { Contest } from "../model/contradictions.ts";
 import type { Outcome } from "../model/status.ts";
 import { renderTemplate } from "../model/template.ts";
 import { foldSteps, type Step, stepOf } from "./step.ts";
@@ -33,8 +33,8 @@ export async function syncConfigInNamespace(
   cfg: CompiledSyncConfig,
   namespace: string,
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void,
-  /** Items that contradict another item here, by field, with why (lib/model/contradictions.ts): not performed. */
-  contested: ReadonlyMap<string, string> = new Map(),
+  /** Items that contradict another item here, by field (lib/model/contradictions.ts): not performed. */
+  contested: ReadonlyMap<string, Contest> = new Map(),
 ): Promise<ConfigInNamespace> {
   const ref = { cfg, namespace };
   // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
@@ -49,8 +49,8 @@ export async function syncConfigInNamespace(
   };
   const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
     const field = `.spec.deleteItems[${item.index}]`;
-    const why = contested.get(field);
-    if (why !== undefined) return contradicted(deleteItemSite(ref, item, renderTemplate(item.name, namespace)), why);
+    const contest = contested.get(field);
+    if (contest) return contradicted(cfg.key, namespace, field, contest);
     const r = await guarded(field, () => executor.deleteItem(ref, item));
     if (r.state === "deleted") {
       recordChange(cfg.key, "delete", namespace);
@@ -70,9 +70,9 @@ export async function syncConfigInNamespace(
     await Promise.all(wave.map(async (i) => {
       const item = cfg.syncItems[i];
       const field = `.spec.syncItems[${item.index}]`;
-      const why = contested.get(field);
-      const r = why !== undefined
-        ? contradicted(syncItemSite(ref, item, renderTemplate(item.name, namespace)), why)
+      const contest = contested.get(field);
+      const r = contest
+        ? contradicted(cfg.key, namespace, field, contest)
         : await guarded(field, () => executor.syncItem(ref, item));
       if (r.state === "synced" && r.action !== "none") {
         recordChange(cfg.key, r.action, namespace);

@@ -22,7 +22,7 @@ const del = (apiVersion: string, kind: string, name: string) => ({ apiVersion, k
 function contested(configs: CompiledSyncConfig[], namespace = "team-a"): string[] {
   const out: string[] = [];
   for (const [cfgKey, items] of contradictions(configs, namespace)) {
-    for (const [field, problem] of items) out.push(`${cfgKey} ${field}: ${problem}`);
+    for (const [field, { problem }] of items) out.push(`${cfgKey} ${field}: ${problem}`);
   }
   return out.sort();
 }
@@ -151,4 +151,13 @@ for (const c of cases) {
 Deno.test("contradictions: the order of the SyncConfigs does not change the decision", () => {
   const configs = cases[cases.length - 3].configs;
   assert.deepEqual(contested([...configs].reverse()), contested(configs));
+});
+
+Deno.test("contradictions: a contested item carries the object it names, rendered in the namespace", () => {
+  const found = contradictions([
+    config("deny", { deleteItems: [del("v1", "ConfigMap", "cm-team-a")] }),
+    config("sync", { syncItems: [cm("cm-${PROJECT_NAME}")] }),
+  ], "team-a");
+  const { kind, name } = found.get("espejo/sync")!.get(".spec.syncItems[0]")!;
+  assert.deepEqual({ kind, name }, { kind: "ConfigMap", name: "cm-team-a" });
 });

@@ -130,8 +130,8 @@ Deno.test("namespace sync: held-back restores bring the namespace back after the
 Deno.test("namespace sync: contested items are not performed; each fails as terminal, naming its object", async () => {
   const executor = recording();
   const contested = new Map([
-    [".spec.deleteItems[0]", "contradicts X"],
-    [".spec.syncItems[2]", "contradicts Y"],
+    [".spec.deleteItems[0]", { kind: "ConfigMap", name: "legacy", problem: "contradicts X" }],
+    [".spec.syncItems[2]", { kind: "ConfigMap", name: "cm-team-a", problem: "contradicts Y" }],
   ]);
   const r = await syncConfigInNamespace(executor, cfg, "team-a", () => {}, contested);
   assert.deepEqual(executor.calls.filter((c) => !c.startsWith("done")), ["role", "bind"]);
