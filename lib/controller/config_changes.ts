@@ -110,10 +110,11 @@ export class ConfigChanges {
   }
 
   /**
-   * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
-   * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
+   * Recompiles (and queues the work item of) every SyncConfig whose change in the cache is not processed yet, then
+   * returns the compiled SyncConfigs: a namespace event (priority 0) can run before the pending recompile of a
+   * SyncConfig that was just changed or deleted, and must not act on the old spec.
    */
-  fresh(): Registry<NamespaceInfo> {
+  catchUp(): Registry<NamespaceInfo> {
     const { registry } = this.d;
     // Also the SyncConfigs not compiled yet (a namespace event right after the start): pruning must know every
     // SyncConfig's items before it concludes that none names an object.

@@ -222,7 +222,7 @@ export class Controller {
   #startPass(): void {
     if (this.#pass.running) return;
     // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
-    this.#configs.fresh();
+    this.#configs.catchUp();
     const now = Date.now();
     let unchanged = 0;
     this.#pass.start(function* (this: Controller) {

@@ -17,7 +17,7 @@ import type { NamespaceLookup } from "./watches.ts";
 
 export interface NamespaceUnitDeps {
   namespaces: NamespaceLookup;
-  configs: Pick<ConfigChanges, "fresh">;
+  configs: Pick<ConfigChanges, "catchUp">;
   syncEvents: Pick<SyncEvents, "recordChange">;
   executor: () => Pick<Executor, "syncItem" | "deleteItem">;
   pruning: Pick<Pruning, "decide" | "pruneNamespace">;
@@ -50,7 +50,7 @@ export class NamespaceUnit {
     // One selection per unit: which SyncConfigs select the namespace is decided once, from its labels as cached
     // now, for the writes and for the prunes. Labels that change meanwhile queue the namespace again (its watch).
     const ns = this.d.namespaces.get(name);
-    const registry = this.d.configs.fresh();
+    const registry = this.d.configs.catchUp();
     const selecting: ReadonlySet<string> = new Set(ns ? registry.selecting(ns) : []);
     // What to prune is decided now too (and confirmed after the writes): an object this unit writes is never one
     // it prunes.
@@ -74,7 +74,7 @@ export class NamespaceUnit {
     );
     // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
     // same generation is created under its new name first).
-    this.d.configs.fresh(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
+    this.d.configs.catchUp(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
     const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, selecting, prunes) : NO_STEP;
     const configs: ConfigOutcome[] = [];
     targeted.forEach((cfg, i) => {

@@ -84,13 +84,13 @@ Deno.test("ConfigChanges: a deleted SyncConfig (or one being deleted) is forgott
   }
 });
 
-Deno.test("ConfigChanges.fresh recompiles a SyncConfig whose change is not processed yet, and queues its work", () => {
+Deno.test("ConfigChanges.catchUp recompiles a SyncConfig whose change is not processed yet, and queues its work", () => {
   const t = changes([]);
   t.cache.set("espejo/x", syncConfig("x", 1, ["a"]));
   t.c.changed("espejo/x");
   t.cache.set("espejo/x", syncConfig("x", 2, ["b"]));
   t.told.length = 0;
-  const registry = t.c.fresh();
+  const registry = t.c.catchUp();
   assert.equal(registry.get("espejo/x")?.generation, 2);
   assert.ok(t.told.includes(`queued {"kind":"syncConfig","key":"espejo/x"} syncconfig`), t.told.join("\n"));
 });

@@ -34,7 +34,7 @@ function unit(
   };
   const u = new NamespaceUnit({
     namespaces: { get: (name) => name === NS.name ? NS : undefined },
-    configs: { fresh: () => registry },
+    configs: { catchUp: () => registry },
     syncEvents: { recordChange: (k, a, ns) => changes.push(`${k} ${a} ${ns}`) },
     executor: () => ({
       syncItem: (ref, i) => item(ref.cfg.key, "sync", i.name),
