@@ -10,6 +10,7 @@ import {
   counterValue,
   createNamespace,
   createSyncConfig,
+  eventsOf,
   getObject,
   requestsBy,
   startController,
@@ -19,21 +20,6 @@ import {
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;
 const cm = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { v: name } });
-
-interface EventView {
-  type: string;
-  reason: string;
-  message: string;
-}
-
-async function eventsOf(admin: ReturnType<typeof clientFor>, namespace: string, name: string): Promise<EventView[]> {
-  const list = await admin.request<{ items: EventView[] }>({
-    method: "GET",
-    path: `/api/v1/namespaces/${namespace}/events`,
-    query: { fieldSelector: `involvedObject.name=${name},involvedObject.kind=SyncConfig` },
-  });
-  return list.items;
-}
 
 Deno.test(
   "A deleteItem and another SyncConfig's syncItem naming one object: no churn, both report it",
