@@ -186,12 +186,9 @@ export class Executor {
     const name = renderTemplate(item.name, ref.namespace);
     const fail = failure(deleteItemSite(ref, item, name));
     if (item.problem) return specProblem(ref.cfg.key, `.spec.deleteItems[${item.index}]`, item.problem);
-    let resource: ResourceInfo;
-    try {
-      resource = await this.#resolve(item.apiVersion, item.kind);
-    } catch (e) {
-      return fail(e);
-    }
+    const resource = await this.#resolve(item.apiVersion, item.kind)
+      .catch((e: unknown) => e instanceof Error ? e : new Error(String(e)));
+    if (resource instanceof Error) return fail(resource);
     const cache = this.caches.existing(resource);
     if (!(await ready(cache))) return fail(new Error(cacheProblem(resource, cache.lastError)));
     const key = `${ref.namespace}/${name}`;
