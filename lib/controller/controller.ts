@@ -1,9 +1,9 @@
 /**
  * The controller's wiring and scheduling: watches feed a prioritized queue of work items (lib/controller/
- * work_items.ts) and `--concurrent-syncs` workers take them one at a time. A namespace event queues that namespace
- * (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace (2) every
- * `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one namespace at
- * the same time, and a new namespace waits for at most one unit of a full pass. The unit of work is
+ * work_items.ts) and `--concurrent-syncs` workers (worker.ts) take them one at a time. A namespace event queues that
+ * namespace (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace
+ * (2) every `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one
+ * namespace at the same time, and a new namespace waits for at most one unit of a full pass. The unit of work is
  * namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers (status_writer.ts).
  */
 import { getLogger } from "@logtape/logtape";
@@ -69,7 +69,7 @@ export class Controller {
   /** Set once this process leads (or runs without leader election) and its workers start. */
   #leading = false;
   /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
-  readonly books = new KeyBooks();
+  readonly #books = new KeyBooks();
 
   constructor(private readonly opts: ControllerOptions) {
     const { client, metrics } = opts;
@@ -117,7 +117,7 @@ export class Controller {
     });
     this.#configs = new ConfigChanges({
       ...shared,
-      books: this.books,
+      books: this.#books,
       pruning: this.#pruning,
       events: this.#events,
       running: () => ({ executor: this.#executor, caches: this.#caches }),
@@ -138,7 +138,7 @@ export class Controller {
       pass: this.#pass,
       beforeTake: () => this.#updateGauges(),
     });
-    registerBooks(this.books, {
+    registerBooks(this.#books, {
       freshness: this.#freshness,
       selection: this.#compiled,
       ledger: this.#ledger,
@@ -244,7 +244,7 @@ export class Controller {
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
-      this.books.namespaceGone(ns.name);
+      this.#books.namespaceGone(ns.name);
       this.#statusWriter.kick();
       return;
     }

@@ -85,7 +85,8 @@ export class Workers {
       const unit = { since: Date.now() };
       this.#inFlight.add(unit);
       try {
-        this.#requeue(workItemOf(key), await this.#process(workItemOf(key), trigger));
+        const item = workItemOf(key);
+        this.#requeue(item, await this.#process(item, trigger));
       } finally {
         queue.done(key);
         metrics.compat.finished(key);
