@@ -52,7 +52,7 @@ export const API_DOCUMENTS: ApiDocument[] = [
     path: "apis/sync.appuio.ch/v1alpha1",
     file: "openapi/apis__sync.appuio.ch__v1alpha1_openapi.json",
     types: [],
-    clientOut: "lib/controller/syncconfig_client.ts",
+    clientOut: "lib/sync/syncconfig_client.ts",
     external: { "ch.appuio.sync.v1alpha1.SyncConfig": ["../model/syncconfig_types.ts", "SyncConfig"] },
     operations: {
       listSyncAppuioChV1alpha1SyncConfigForAllNamespaces: "listAllSyncConfigs",

@@ -1,43 +1,45 @@
 /**
- * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, every book
- * that keeps state per SyncConfig hears of it in one call each (registry, ledger, status schedule, Events, retries,
- * items gauge, pruning), the caches follow the kinds its items name, and the namespaces it selects are queued.
+ * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, a deleted
+ * one is forgotten by every book that keeps state per SyncConfig in one call (key_books.ts), the caches follow the kinds its items name, and the namespaces it selects are queued.
  * One being deleted counts as deleted here; lib/controller/pruning.ts cleans up after it when it prunes.
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
 import type { EventRecorder } from "../kube/events.ts";
 import type { Reflector } from "../kube/reflector.ts";
-import type { Metrics } from "../metrics/metrics.ts";
 import { type CompiledSyncConfig, keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
+import type { WorkFacts } from "../sync/retry_policy.ts";
 import type { Freshness } from "./freshness.ts";
-import type { Registry } from "./registry.ts";
+import type { KeyBooks } from "./key_books.ts";
+import type { Registry } from "../model/registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
-import type { SyncEvents } from "./sync_events.ts";
-import type { NamespaceInfo } from "./watches.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { Pruning } from "./pruning.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
 export interface ConfigChangesDeps {
-  syncConfigs: Reflector<SyncConfig>;
-  namespaces: Reflector<NamespaceInfo>;
+  syncConfigs: Pick<Reflector<SyncConfig>, "get" | "values">;
+  namespaces: Pick<Reflector<NamespaceInfo>, "values">;
   registry: Registry<NamespaceInfo>;
   ledger: StatusLedger;
-  statusWriter: StatusWriter;
-  syncEvents: SyncEvents;
-  events: EventRecorder;
-  freshness: Freshness;
-  metrics: Metrics;
+  statusWriter: Pick<StatusWriter, "schedule" | "kick">;
+  events: Pick<EventRecorder, "emit">;
+  freshness: Pick<Freshness, "changedEverywhere">;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
-  pruning: Pruning;
+  pruning: Pick<Pruning, "observe" | "settle" | "enabled">;
+  /** Every book of per-SyncConfig state: a deleted SyncConfig is forgotten in one call. */
+  books: Pick<KeyBooks, "configGone">;
   /** The parts that exist once the controller runs. */
-  running: () => { executor?: Executor; caches?: ResourceCaches };
+  running: () => {
+    executor?: Pick<Executor, "forgetConfig">;
+    caches?: Pick<ResourceCaches, "retain" | "hasCreated">;
+  };
 }
 
 export class ConfigChanges {
@@ -46,11 +48,11 @@ export class ConfigChanges {
 
   constructor(private readonly d: ConfigChangesDeps) {}
 
-  /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled. */
-  async process(key: string): Promise<void> {
+  /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled (and when to again). */
+  async process(key: string): Promise<WorkFacts> {
     this.changed(key);
     await this.enqueueSelected(key);
-    await this.d.pruning.settle(key);
+    return await this.d.pruning.settle(key);
   }
 
   /**
@@ -79,14 +81,7 @@ export class ConfigChanges {
     if (!sc || deleting) {
       if (!registry.delete(key)) return;
       this.#specChanged();
-      ledger.drop(key);
-      this.d.syncEvents.forget(key);
-      statusWriter.schedule.forget(key);
-      this.d.running().executor?.forgetConfig(key);
-      for (const state of ["synchronized", "deleted", "failed"]) {
-        this.d.metrics.items.remove({ syncconfig: key, state });
-      }
-      this.d.metrics.invalid.remove({ syncconfig: key });
+      this.d.books.configGone(key);
       const pruning = this.d.pruning.enabled(key);
       if (!sc) log.info("SyncConfig {syncConfig} deleted", { syncConfig: key });
       else log.info("SyncConfig {syncConfig} is being deleted", { syncConfig: key, pruning });
@@ -121,10 +116,11 @@ export class ConfigChanges {
   }
 
   /**
-   * The compiled SyncConfigs, brought up to date with the cache first: a namespace event (priority 0) can run
-   * before the pending recompile of a SyncConfig that was just changed or deleted, and must not act on the old spec.
+   * Recompiles (and queues the work item of) every SyncConfig whose change in the cache is not processed yet, then
+   * returns the compiled SyncConfigs: a namespace event (priority 0) can run before the pending recompile of a
+   * SyncConfig that was just changed or deleted, and must not act on the old spec.
    */
-  fresh(): Registry<NamespaceInfo> {
+  catchUp(): Registry<NamespaceInfo> {
     const { registry } = this.d;
     // Also the SyncConfigs not compiled yet (a namespace event right after the start): pruning must know every
     // SyncConfig's items before it concludes that none names an object.

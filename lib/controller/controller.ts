@@ -1,13 +1,12 @@
 /**
  * The controller's wiring and scheduling: watches feed a prioritized queue of work items (lib/controller/
- * work_items.ts) and `--concurrent-syncs` workers take them one at a time. A namespace event queues that namespace
- * (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace (2) every
- * `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one namespace at
- * the same time, and a new namespace waits for at most one unit of a full pass. The unit of work is
+ * work_items.ts) and `--concurrent-syncs` workers (worker.ts) take them one at a time. A namespace event queues that
+ * namespace (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace
+ * (2) every `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one
+ * namespace at the same time, and a new namespace waits for at most one unit of a full pass. The unit of work is
  * namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers (status_writer.ts).
  */
 import { getLogger } from "@logtape/logtape";
-import { setImmediate } from "node:timers";
 import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import { EventRecorder } from "../kube/events.ts";
@@ -22,14 +21,18 @@ import { Freshness } from "./freshness.ts";
 import { NamespaceUnit } from "./namespace_unit.ts";
 import type { ControllerOptions } from "./options.ts";
 import { PassTracker, runIntervalPasses } from "./pass.ts";
-import { Pruning, sameSpecAndPruning } from "./pruning.ts";
+import { Pruning } from "./pruning.ts";
+import { sameSpecAndPruning } from "../sync/prune.ts";
 import { WorkQueue } from "./queue.ts";
-import { Registry } from "./registry.ts";
+import { Registry } from "../model/registry.ts";
 import { StatusLedger } from "./status_ledger.ts";
 import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
-import { type NamespaceInfo, notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
-import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./work_items.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
+import { notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
+import { KeyBooks, registerBooks } from "./key_books.ts";
+import { Workers } from "./worker.ts";
+import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workKey } from "./work_items.ts";
 
 export type { ControllerOptions, NamespaceInfo };
 
@@ -47,7 +50,7 @@ export class Controller {
   readonly #events: EventRecorder;
   readonly #freshness: Freshness;
   readonly #configs: ConfigChanges;
-  readonly #units: NamespaceUnit;
+  readonly #workers: Workers;
   readonly #pruning: Pruning;
   readonly #trouble: WatchTrouble;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
@@ -63,11 +66,10 @@ export class Controller {
   #caches?: ResourceCaches;
   #executor?: Executor;
   #pruner?: Pruner;
-  #workerStarted = false;
   /** Set once this process leads (or runs without leader election) and its workers start. */
   #leading = false;
-  /** Start times of the units being processed, for liveness. */
-  readonly #inFlight = new Set<{ since: number }>();
+  /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
+  readonly #books = new KeyBooks();
 
   constructor(private readonly opts: ControllerOptions) {
     const { client, metrics } = opts;
@@ -115,17 +117,36 @@ export class Controller {
     });
     this.#configs = new ConfigChanges({
       ...shared,
+      books: this.#books,
       pruning: this.#pruning,
       events: this.#events,
       running: () => ({ executor: this.#executor, caches: this.#caches }),
     });
-    this.#units = new NamespaceUnit({
-      ...shared,
+    const units = new NamespaceUnit({
+      namespaces: this.namespaces,
       configs: this.#configs,
-      queue: this.queue,
-      pass: this.#pass,
+      syncEvents,
       executor: () => this.#executor!,
       pruning: this.#pruning,
+    });
+    this.#workers = new Workers({
+      ...shared,
+      queue: this.queue,
+      units,
+      configs: this.#configs,
+      pruning: this.#pruning,
+      pass: this.#pass,
+      beforeTake: () => this.#updateGauges(),
+    });
+    registerBooks(this.#books, {
+      freshness: this.#freshness,
+      selection: this.#compiled,
+      ledger: this.#ledger,
+      statusWriter: this.#statusWriter,
+      syncEvents,
+      workers: this.#workers,
+      running: () => ({ executor: this.#executor, caches: this.#caches }),
+      metrics,
     });
   }
 
@@ -141,11 +162,7 @@ export class Controller {
 
   /** How long the oldest unit in progress has been running, 0 when none is (for liveness). */
   get idleForMs(): number {
-    // A standby (no leadership yet) has queued work but no worker: that is waiting, not wedged.
-    if (!this.#workerStarted) return 0;
-    let oldest = 0;
-    for (const unit of this.#inFlight) oldest = Math.max(oldest, Date.now() - unit.since);
-    return oldest;
+    return this.#workers.idleForMs;
   }
 
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
@@ -195,50 +212,17 @@ export class Controller {
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
     const statusWriter = this.#statusWriter.run(signal);
-    const workers = Math.max(1, this.opts.concurrentSyncs ?? 1);
-    await Promise.all(Array.from({ length: workers }, () => this.#worker()));
+    await this.#workers.run(Math.max(1, this.opts.concurrentSyncs ?? 1));
     await timer;
     this.#statusWriter.kick(); // the last statuses of the drained units
     await statusWriter;
-  }
-
-  async #worker(): Promise<void> {
-    this.#workerStarted = true;
-    for (;;) {
-      this.#updateGauges();
-      const next = await this.queue.get();
-      if (!next) return;
-      const { key, priority } = next;
-      const trigger = next.tag ?? "interval";
-      const item = workItemOf(key);
-      this.opts.metrics.queueWait.observe({ trigger }, next.waitedMs / 1000);
-      this.opts.metrics.compat.taken(key, trigger, next.waitedMs / 1000);
-      const unit = { since: Date.now() };
-      this.#inFlight.add(unit);
-      try {
-        if (item.kind === "syncConfig") await this.#configs.process(item.key);
-        else if (item.kind === "pruning") await this.#pruning.settle(item.key);
-        else await this.#units.run(item.name, trigger);
-      } catch (e) {
-        // A bug or an unexpected reply must not stop the worker: log it and retry the key later.
-        log.error("Unexpected error while processing {key}: {error}", { key, error: String(e) });
-        this.queue.addAfter(key, priority, 5_000, "retry");
-      } finally {
-        this.queue.done(key);
-        this.opts.metrics.compat.finished(key);
-        this.#inFlight.delete(unit);
-      }
-      // A unit whose awaits all resolve at once (nothing to write) never lets the event loop read sockets; without
-      // this, a watch event for a new namespace would wait for the whole pass instead of one unit.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
   }
 
   /** One interval pass: every targeted namespace that is not fresh, unless the previous pass is still running. */
   #startPass(): void {
     if (this.#pass.running) return;
     // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
-    this.#configs.fresh();
+    this.#configs.catchUp();
     const now = Date.now();
     let unchanged = 0;
     this.#pass.start(function* (this: Controller) {
@@ -260,13 +244,7 @@ export class Controller {
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
-      this.#freshness.forget(ns.name);
-      this.#compiled.forgetNamespace(ns.name);
-      for (const cfgKey of this.#ledger.forgetNamespace(ns.name)) this.#statusWriter.schedule.markDirty(cfgKey);
-      this.#units.forgetNamespace(ns.name);
-      this.#executor?.forgetNamespace(ns.name);
-      this.#caches?.forgetNamespace(ns.name);
-      this.#statusWriter.schedule.finished(ns.name);
+      this.#books.namespaceGone(ns.name);
       this.#statusWriter.kick();
       return;
     }

@@ -15,43 +15,46 @@ import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { type CompileResult, compileSyncConfig, type SyncConfig } from "../model/syncconfig.ts";
 import type { ItemAction } from "../sync/failures.ts";
-import { deepEqual } from "../kube/objects.ts";
 import { mapBounded } from "../sync/bounded.ts";
 import {
   confirmedPrunes,
+  finalizerAction,
   planPrunes,
-  PRUNE_ANNOTATION,
-  PRUNE_FINALIZER,
   pruneEnabled,
   type PrunePlan,
   type PruneScope,
+  pruneScope,
   settlingMs,
 } from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
-import type { Registry } from "./registry.ts";
-import { patchSyncConfig } from "./syncconfig_client.ts";
-import type { NamespaceInfo, NamespaceLookup } from "./watches.ts";
+import type { WorkFacts } from "../sync/retry_policy.ts";
+import type { Step } from "../sync/step.ts";
+import type { Registry } from "../model/registry.ts";
+import { patchSyncConfig } from "../sync/syncconfig_client.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
+import type { NamespaceLookup } from "./watches.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
+import { PRUNE_FINALIZER } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "prune"]);
 
 export interface PruningDeps {
   client: KubeClient;
-  syncConfigs: Reflector<SyncConfig>;
+  syncConfigs: Pick<Reflector<SyncConfig>, "get" | "upsert">;
   namespaces: NamespaceLookup;
   registry: Registry<NamespaceInfo>;
-  metrics: Metrics;
+  metrics: Pick<Metrics, "prunes">;
   pruneDefault: boolean;
   enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => void;
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void;
-  pruner: () => Pruner | undefined;
+  pruner: () => PrunerParts | undefined;
 }
 
-export interface NamespacePruned {
-  wrote: boolean;
-  retry: boolean;
-  retryInMs?: number;
-}
+/** What pruning asks of the pruner (lib/sync/pruner.ts). */
+export type PrunerParts = Pick<
+  Pruner,
+  "createdIn" | "indexCreatedBy" | "creatorsIn" | "namespacesCreatedBy" | "prune" | "watchItemKinds"
+>;
 
 /** What the prune step of a unit would delete in a namespace, decided from the caches at one moment. */
 export interface PruneDecision {
@@ -72,13 +75,11 @@ const MAX_CONCURRENT_PRUNES = 16;
 const OFF: PruneScope = { kind: "off" };
 /** Between two looks at a deleted SyncConfig whose objects are not all gone yet (doubling, at most 5 minutes). */
 const RELOOK_MS = 5_000;
-const MAX_RELOOK_MS = 300_000;
+const SETTLED: WorkFacts = { retry: false };
 
 export class Pruning {
   /** SyncConfigs being deleted (deletionTimestamp set), by key, with their uid, compiled once. */
   readonly #deleting = new Map<string, { uid: string; result: CompileResult }>();
-  /** Settles that failed or must look again, by key: how many in a row (for the backoff). */
-  readonly #attempts = new Map<string, number>();
 
   constructor(private readonly d: PruningDeps) {}
 
@@ -98,15 +99,12 @@ export class Pruning {
   /** Where SyncConfig `key` stands for pruning; `selects`: whether the unit's selection includes it. */
   scope(key: string, selects: boolean): PruneScope {
     const sc = this.d.syncConfigs.get(key);
-    if (!sc || !this.enabled(key)) return OFF;
+    if (!sc) return OFF;
     const deleting = this.#deleting.get(key);
     // Being deleted but not seen so yet (or a new one under the key): nothing until the change is processed.
     if (!!sc.metadata?.deletionTimestamp !== !!deleting || (deleting && deleting.uid !== sc.metadata?.uid)) return OFF;
     const result = deleting?.result ?? this.d.registry.get(key)?.result;
-    // Invalid, or an item it cannot read: a typo must not delete objects.
-    if (!result?.ok || result.config.syncItems.some((i) => i.problem)) return OFF;
-    if (deleting) return { kind: "deleting" };
-    return { kind: "active", selects };
+    return pruneScope({ enabled: this.enabled(key), deleting: !!deleting, result, selects });
   }
 
   /** Whether a unit of `namespace` may have something to prune (a SyncConfig with pruning on created objects there). */
@@ -149,9 +147,9 @@ export class Pruning {
     ns: NamespaceInfo,
     selecting: ReadonlySet<string>,
     atStart: PruneDecision,
-  ): Promise<NamespacePruned> {
+  ): Promise<Step> {
     const namespace = ns.name;
-    const out: NamespacePruned = { wrote: false, retry: false };
+    const out: Step = { wrote: false, retry: false };
     const pruner = this.d.pruner();
     if (!pruner) return out;
     const now = atStart.plans.length || atStart.deleting.length || atStart.listing
@@ -198,32 +196,48 @@ export class Pruning {
   /**
    * After a change of the SyncConfig under `key`, and when a look is due: the finalizer follows pruning, the
    * namespaces where it created objects are queued (those it selects are queued anyway), and a deleted one is
-   * released once nothing it created is left (looked at again, backing off, until then).
+   * released once nothing it created is left. Returns whether to look again (backing off, see the retry policy).
    */
-  async settle(key: string): Promise<void> {
+  async settle(key: string): Promise<WorkFacts> {
     const sc = this.d.syncConfigs.get(key);
     const pruner = this.d.pruner();
-    if (!sc || !pruner) return this.#settled(key);
-    const enabled = this.enabled(key);
-    const holds = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
-    if (!this.#deleting.has(key)) {
-      if (enabled !== holds && !(await this.#setFinalizer(key, sc, enabled))) return;
-      if (enabled) {
-        pruner.indexCreatedBy(key); // objects cached while it did not prune were not indexed
-        for (const namespace of pruner.namespacesCreatedBy(key)) {
-          this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
-        }
+    if (!sc || !pruner) return SETTLED;
+    const deleting = this.#deleting.has(key);
+    const present = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
+    const prunes = deleting ? this.scope(key, false).kind === "deleting" : this.enabled(key);
+    switch (finalizerAction(deleting, present, prunes)) {
+      case "none":
+        return SETTLED;
+      case "remove":
+        return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+      case "add": {
+        const failed = await this.#setFinalizer(key, sc, true);
+        if (failed) return failed;
+        return this.#watch(key, pruner);
       }
-      return this.#settled(key);
+      case "watch":
+        return this.#watch(key, pruner);
+      case "release":
+        log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
+          syncConfig: key,
+        });
+        return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+      case "prune":
+        return await this.#pruneLeft(key, sc, pruner);
     }
-    if (!holds) return this.#settled(key);
-    if (this.scope(key, false).kind !== "deleting") {
-      log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
-        syncConfig: key,
-      });
-      if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
-      return;
+  }
+
+  /** Pruning is on: what it created is indexed (objects cached while it did not prune were not), and queued. */
+  #watch(key: string, pruner: PrunerParts): WorkFacts {
+    pruner.indexCreatedBy(key);
+    for (const namespace of pruner.namespacesCreatedBy(key)) {
+      this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
     }
+    return SETTLED;
+  }
+
+  /** A deleted SyncConfig that prunes: the namespaces where something of it is left are queued; released once none. */
+  async #pruneLeft(key: string, sc: SyncConfig, pruner: PrunerParts): Promise<WorkFacts> {
     const problem = await pruner.watchItemKinds(this.#config(key)!, true);
     const left = problem ? [] : pruner.namespacesCreatedBy(key).filter((ns) => {
       const { created, listing } = pruner.createdIn(ns); // checks the entries (and drops the stale ones)
@@ -235,26 +249,15 @@ export class Pruning {
         problem,
       });
     } else if (!left.length) {
-      if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
-      return;
+      return await this.#setFinalizer(key, sc, false) ?? SETTLED;
     }
     for (const namespace of left) this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
-    this.#again(key, RELOOK_MS); // objects that go by themselves (a namespace deleted, a tenant) leave no trace
+    // Objects that go by themselves (a namespace deleted, a tenant) leave no trace: look again, backing off.
+    return { retry: true, baseMs: RELOOK_MS };
   }
 
-  #settled(key: string): void {
-    this.#attempts.delete(key);
-  }
-
-  /** Settles `key` again after `baseMs`, doubling with every attempt in a row, at most 5 minutes. */
-  #again(key: string, baseMs: number): void {
-    const n = this.#attempts.get(key) ?? 0;
-    this.#attempts.set(key, n + 1);
-    this.d.enqueue({ kind: "pruning", key }, "retry", Math.min(baseMs * 2 ** n, MAX_RELOOK_MS));
-  }
-
-  /** Adds or removes the finalizer, at the version seen; false when that failed (tried again later). */
-  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<boolean> {
+  /** Adds or removes the finalizer, at the version seen; when that failed, when to try again. */
+  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<WorkFacts | undefined> {
     const others = (sc.metadata?.finalizers ?? []).filter((f) => f !== PRUNE_FINALIZER);
     const finalizers = present ? [...others, PRUNE_FINALIZER] : others;
     const [namespace, name] = key.split("/");
@@ -269,9 +272,9 @@ export class Pruning {
         finalizer: PRUNE_FINALIZER,
         syncConfig: key,
       });
-      return true;
+      return undefined;
     } catch (e) {
-      if (isNotFound(e)) return true;
+      if (isNotFound(e)) return undefined;
       // A conflict is mostly espejo's own status write in between: try again soon. Anything else backs off.
       if (!isConflict(e)) {
         log.warn("Could not update the finalizers of SyncConfig {syncConfig}: {error}", {
@@ -279,20 +282,7 @@ export class Pruning {
           error: String(e),
         });
       }
-      this.#again(key, isConflict(e) ? 1_000 : 10_000);
-      return false;
+      return { retry: true, baseMs: isConflict(e) ? 1_000 : 10_000 };
     }
   }
-}
-
-/**
- * Whether nothing that decides what a SyncConfig syncs or prunes changed: its generation, its deletion, its prune
- * annotation and its finalizers. Status writes (espejo's own, every few seconds in a burst) change none of them.
- */
-export function sameSpecAndPruning(sc: SyncConfig, old: SyncConfig | undefined): boolean {
-  const a = sc.metadata;
-  const b = old?.metadata;
-  return a?.generation === b?.generation && a?.deletionTimestamp === b?.deletionTimestamp &&
-    a?.annotations?.[PRUNE_ANNOTATION] === b?.annotations?.[PRUNE_ANNOTATION] &&
-    deepEqual(a?.finalizers ?? [], b?.finalizers ?? []);
 }

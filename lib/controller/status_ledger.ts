@@ -2,11 +2,11 @@
  * The counts behind each SyncConfig's status: the outcome of its latest sync in each namespace, for the valid
  * SyncConfigs only (an Invalid one has no counts). The status writer adds them up; the controller says what changed.
  */
-import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
+import type { Outcome } from "../model/status.ts";
 import { deepEqual } from "../kube/objects.ts";
 
 export class StatusLedger {
-  readonly #byConfig = new Map<string, Map<string, NamespaceOutcome>>();
+  readonly #byConfig = new Map<string, Map<string, Outcome>>();
 
   /** A valid SyncConfig: its counts are kept (none yet if it is new). */
   track(cfgKey: string): void {
@@ -25,8 +25,8 @@ export class StatusLedger {
   record(
     cfgKey: string,
     namespace: string,
-    outcome: NamespaceOutcome,
-  ): { changed: boolean; before?: NamespaceOutcome } {
+    outcome: Outcome,
+  ): { changed: boolean; before?: Outcome } {
     const byNs = this.#byConfig.get(cfgKey);
     if (!byNs) return { changed: false };
     const before = byNs.get(namespace);
@@ -53,7 +53,7 @@ export class StatusLedger {
     return false;
   }
 
-  outcomes(cfgKey: string): Iterable<NamespaceOutcome> {
+  outcomes(cfgKey: string): Iterable<Outcome> {
     return this.#byConfig.get(cfgKey)?.values() ?? [];
   }
 }

@@ -27,6 +27,8 @@ export class StatusSchedule {
   readonly #queueing = new Set<string>();
   /** By SyncConfig key: when its status was last taken for a write. */
   readonly #taken = new Map<string, number>();
+  /** By SyncConfig key: not before this time (its last write failed; see {@link retryAfter}). */
+  readonly #notBefore = new Map<string, number>();
 
   constructor(
     private readonly maxHoldMs = STATUS_MAX_HOLD_MS,
@@ -37,6 +39,12 @@ export class StatusSchedule {
   /** The status of `cfgKey` may have changed. */
   markDirty(cfgKey: string): void {
     if (!this.#dirty.has(cfgKey)) this.#dirty.set(cfgKey, this.now());
+  }
+
+  /** The status write of `cfgKey` failed: it is dirty again, and due after `ms` (the retry policy's back-off). */
+  retryAfter(cfgKey: string, ms: number): void {
+    this.#notBefore.set(cfgKey, this.now() + ms);
+    this.markDirty(cfgKey);
   }
 
   /** `namespace` was queued as work of each of `cfgKeys`. */
@@ -74,6 +82,7 @@ export class StatusSchedule {
     this.#pending.delete(cfgKey);
     this.#queueing.delete(cfgKey);
     this.#taken.delete(cfgKey);
+    this.#notBefore.delete(cfgKey);
   }
 
   /**
@@ -85,6 +94,7 @@ export class StatusSchedule {
     const ready = [...this.#dirty].filter(([k, since]) => this.#dueAt(k, since) <= now).map(([k]) => k);
     for (const k of ready) {
       this.#dirty.delete(k);
+      this.#notBefore.delete(k);
       this.#taken.set(k, now);
     }
     return ready;
@@ -104,7 +114,7 @@ export class StatusSchedule {
   #dueAt(k: string, since: number): number {
     const afterGap = (this.#taken.get(k) ?? -Infinity) + this.minGapMs;
     const afterWork = this.#workDone(k) ? -Infinity : since + this.maxHoldMs;
-    return Math.max(afterGap, afterWork);
+    return Math.max(afterGap, afterWork, this.#notBefore.get(k) ?? -Infinity);
   }
 
   #workDone(k: string): boolean {

@@ -8,24 +8,34 @@ import type { KubeClient } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { NamespaceOutcome } from "../sync/namespace_sync.ts";
-import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
+import {
+  invalidStatus,
+  type Outcome,
+  statusChanged,
+  sumOutcomes,
+  type SyncConfigStatus,
+  syncedStatus,
+} from "../model/status.ts";
+import { RetryBook } from "../sync/retry_book.ts";
+import { afterWork } from "../sync/retry_policy.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
-import { patchSyncConfigStatus } from "./syncconfig_client.ts";
+import { patchSyncConfigStatus } from "../sync/syncconfig_client.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
-import { decodeSyncConfig } from "./syncconfig_api.ts";
+import { decodeSyncConfig } from "../sync/syncconfig_api.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
 /** How long the writer waits after a kick, to write once for units that end together. */
 const STATUS_GATHER_MS = 50;
+/** The first wait after a status write failed, doubling with each failure in a row. */
+const STATUS_RETRY_MS = 2_000;
 
 export interface StatusDeps {
   client: KubeClient;
   syncConfigs: Reflector<SyncConfig>;
   compiled: (key: string) => { result: CompileResult } | undefined;
-  outcomes: (key: string) => Iterable<NamespaceOutcome>;
+  outcomes: (key: string) => Iterable<Outcome>;
   events: SyncEvents;
   metrics: Metrics;
   now?: () => Date;
@@ -35,12 +45,15 @@ export class StatusWriter {
   readonly schedule = new StatusSchedule();
   #wanted = false;
   #wake?: () => void;
-  /** A flush again after a write failed (one timer for all of them; cleared when the writer stops). */
-  #retry?: ReturnType<typeof setTimeout>;
-  /** SyncConfigs whose status write failed: dirty again when the retry timer fires, not before. */
-  readonly #failed = new Set<string>();
+  /** Status writes that failed in a row, by SyncConfig, for their back-off (lib/sync/retry_policy.ts). */
+  readonly #retries = new RetryBook<undefined>();
 
   constructor(private readonly deps: StatusDeps) {}
+
+  /** The SyncConfig went: its failed writes in a row are forgotten. */
+  forgetConfig(cfgKey: string): void {
+    this.#retries.forgetConfig(cfgKey);
+  }
 
   /** Asks for a flush of the statuses that are ready (cheap; any number of calls become one flush). */
   kick(): void {
@@ -74,10 +87,7 @@ export class StatusWriter {
       } catch (e) {
         log.error("Unexpected error while writing statuses: {error}", { error: String(e) });
       }
-      if (signal.aborted && !this.#wanted) {
-        clearTimeout(this.#retry);
-        return;
-      }
+      if (signal.aborted && !this.#wanted) return;
     }
   }
 
@@ -107,14 +117,14 @@ export class StatusWriter {
         if (fresh && !same) continue;
         written = fresh ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry.result, now).next) : "failed";
       }
-      if (written !== "written") {
-        this.#failed.add(key);
-        this.#retry ??= setTimeout(() => {
-          this.#retry = undefined;
-          for (const k of this.#failed) this.schedule.markDirty(k);
-          this.#failed.clear();
-          this.kick();
-        }, 2_000);
+      const decision = afterWork({ retry: written !== "written", baseMs: STATUS_RETRY_MS });
+      if (decision.kind !== "backoff") this.#retries.succeeded(key);
+      else {
+        // Due again after the back-off: the writer's own wait for the next due status is the timer.
+        this.schedule.retryAfter(
+          key,
+          this.#retries.failed(key, "", undefined, false, { cfgKey: key }, decision.baseMs),
+        );
       }
     }
   }
@@ -123,13 +133,7 @@ export class StatusWriter {
   #statusOf(key: string, sc: SyncConfig, result: CompileResult, now: string) {
     const current = sc.status as SyncConfigStatus | undefined;
     if (!result.ok) return { next: invalidStatus(current, result.message, now), errors: [] as string[] };
-    const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-    for (const o of this.deps.outcomes(key) ?? []) {
-      total.synced += o.synced;
-      total.deleted += o.deleted;
-      total.failed += o.failed;
-      total.errors.push(...o.errors);
-    }
+    const total = sumOutcomes(this.deps.outcomes(key));
     return { next: syncedStatus(current, total, now), errors: total.errors };
   }
 

@@ -9,39 +9,11 @@ import { listNamespacesPath } from "../kube/api/core_v1_client.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { isForbidden } from "../kube/errors.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { NamespaceFacts } from "../model/selector.ts";
+import { type NamespaceInfo, namespaceInfo } from "../model/namespace_info.ts";
 import type { SyncConfig } from "../model/syncconfig.ts";
-import { decodeSyncConfig, syncConfigsPath } from "./syncconfig_api.ts";
+import { decodeSyncConfig, syncConfigsPath } from "../sync/syncconfig_api.ts";
 
 const log = getLogger(["espejo", "controller"]);
-
-/** What the controller keeps of a Namespace: what selection reads, and whether it is terminating. */
-export interface NamespaceInfo extends NamespaceFacts {
-  phase: string;
-  /**
-   * When (Date.now()) this process last saw the labels change; undefined when they never changed since it first
-   * saw the namespace. Pruning waits for labels to settle (see lib/controller/pruning.ts), so that a namespace
-   * admin toggling a label costs no create and delete per toggle.
-   */
-  relabelledAt?: number;
-}
-
-/** What the controller keeps of a decoded Namespace; `previous` is its cached copy, whose relabel time carries over. */
-export function namespaceInfo(
-  ns: { metadata: { name: string; labels: Record<string, string> }; status: { phase: string } },
-  previous: NamespaceInfo | undefined,
-  now = Date.now(),
-): NamespaceInfo {
-  const info: NamespaceInfo = { name: ns.metadata.name, labels: ns.metadata.labels, phase: ns.status.phase };
-  const relabelledAt = previous && !sameLabels(previous.labels, info.labels) ? now : previous?.relabelledAt;
-  if (relabelledAt !== undefined) info.relabelledAt = relabelledAt;
-  return info;
-}
-
-function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => b[k] === a[k]);
-}
 
 export interface NamespaceLookup {
   get(name: string): NamespaceInfo | undefined;

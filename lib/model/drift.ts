@@ -30,15 +30,7 @@ import {
   SERVER_OWNED_METADATA,
   withoutAnnotation,
 } from "../kube/objects.ts";
-
-export const FIELD_MANAGER = "espejo";
-export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
-/**
- * Written on every object espejo creates (never on one it adopts), with the SyncConfig's key, and kept by its
- * updates: what pruning may delete (lib/sync/prune.ts). Not part of the desired object, so never a difference: a
- * tenant who removes it only takes the object out of pruning.
- */
-export const CREATED_ANNOTATION = "sync.appuio.ch/created-by";
+import { CREATED_ANNOTATION } from "./markers.ts";
 
 /**
  * `object` without what {@link SERVER_OWNED_METADATA} names, `apiVersion`/`kind` (absent in lists), `status` and

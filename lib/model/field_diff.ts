@@ -9,8 +9,9 @@
  * once.
  */
 import { deepEqual, isObject, type KubeObject, withoutAnnotation } from "../kube/objects.ts";
-import { HASH_ANNOTATION, serverOwned } from "./drift.ts";
+import { serverOwned } from "./drift.ts";
 import { holdsSecret, isSecret, isSecretPath, SECRET_MASK, SECRET_MASK_AFTER, SECRET_MASK_BEFORE } from "./redact.ts";
+import { HASH_ANNOTATION } from "./markers.ts";
 
 export interface FieldChange {
   op: "~" | "+" | "-";

@@ -8,11 +8,12 @@ import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, objectPath } from "../kube/discovery.ts";
 import { isInvalid } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { contentHash, FIELD_MANAGER } from "../model/drift.ts";
+import { contentHash } from "../model/drift.ts";
 import { scrubSecretValues } from "../model/redact.ts";
 import { bodyAt, created, liveParts } from "../sync/applier.ts";
 import { reasonOf } from "../sync/failures.ts";
 import type { PlanEntry } from "./plan.ts";
+import { FIELD_MANAGER } from "../model/markers.ts";
 
 const DRY_RUN = { dryRun: "All", fieldManager: FIELD_MANAGER };
 

@@ -7,7 +7,7 @@
  */
 import { parseAllDocuments } from "yaml";
 import { isObject } from "../kube/objects.ts";
-import { decodeSyncConfig } from "../controller/syncconfig_api.ts";
+import { decodeSyncConfig } from "../sync/syncconfig_api.ts";
 import type { SyncConfig } from "../model/syncconfig.ts";
 
 export const SYNC_CONFIG_API_VERSION = "sync.appuio.ch/v1alpha1";

@@ -6,19 +6,30 @@
  */
 import { namespacedOnly, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { CREATED_ANNOTATION, extrasHash } from "../model/drift.ts";
+import { extrasHash } from "../model/drift.ts";
 import { type FieldChange, fieldDiff } from "../model/field_diff.ts";
 import { type CompiledSyncConfig, compileSyncConfig, keyOf } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
-import { decodeManaged, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../sync/cached_object.ts";
+import { decodeManaged } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
-import { failure, OwnedByOther } from "../sync/failures.ts";
-import { deleteItemSite, keysOf, planDeleteItem, planSyncItem, type PlanView, syncItemSite } from "../sync/planner.ts";
-import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope } from "../sync/prune.ts";
-import { Registry } from "../controller/registry.ts";
-import type { NamespaceInfo } from "../controller/watches.ts";
+import { contradicted, failure, OwnedByOther } from "../sync/failures.ts";
+import { type Contest, contradictions } from "../model/contradictions.ts";
+import {
+  deleteItemSite,
+  keysOf,
+  planAdoption,
+  planDeleteItem,
+  planSyncItem,
+  type PlanView,
+  syncItemSite,
+} from "../sync/planner.ts";
+import { liveParts } from "../sync/applier.ts";
+import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope, pruneScope } from "../sync/prune.ts";
+import { Registry } from "../model/registry.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { explainedByDefaults } from "./server_defaults.ts";
 import { kindKey, type Snapshot } from "./snapshot.ts";
+import { CREATED_ANNOTATION, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../model/markers.ts";
 
 export type PlannedAction = "create" | "adopt" | "update" | "recreate" | "delete" | "prune" | "fail";
 
@@ -105,24 +116,24 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
     }
     const cfg = compiled?.config;
     for (const ns of namespaces) {
-      if (!cfg || !registry.selecting(ns).includes(key)) continue;
+      const selecting = registry.selecting(ns);
+      if (!cfg || !selecting.includes(key)) continue;
       plan.selected++;
-      for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item));
+      const contested = contradictions(registry.selectingConfigs(ns), ns.name).get(key);
+      for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item, contested));
       for (const item of cfg.syncItems) {
-        const entry = await planItem(snapshot, cfg, ns.name, item, view, serverAdds);
+        const entry = await planItem(snapshot, cfg, ns.name, item, view, serverAdds, contested);
         if (entry) plan.entries.push(entry);
         else result.unchanged++;
       }
     }
     if (pruning) {
-      const readable = deleting ? compileSyncConfig(syncConfig) : compiled;
-      // As the controller: an item it cannot read, or (unless deleted) of a kind the server does not know, stops it.
-      const known = (i: { apiVersion: string; kind: string }) =>
-        deleting || !(snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
-      const ok = readable?.ok === true && readable.config.syncItems.every((i) => !i.problem && known(i));
-      plan.entries.push(
-        ...planPrunesOf(snapshot, registry, key, ok ? (deleting ? "deleting" : "active") : "off", namespaces),
-      );
+      const result = deleting ? compileSyncConfig(syncConfig) : compiled;
+      const unknownKind = result?.ok &&
+        result.config.syncItems.some((i) => snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
+      const scopeIn = (ns: NamespaceInfo) =>
+        pruneScope({ enabled: true, deleting, result, selects: registry.selecting(ns).includes(key), unknownKind });
+      plan.entries.push(...planPrunesOf(snapshot, registry, key, scopeIn, namespaces));
     }
   }
   return result;
@@ -144,12 +155,16 @@ function planDelete(
   cfg: CompiledSyncConfig,
   namespace: string,
   item: CompiledSyncConfig["deleteItems"][number],
+  contested: ReadonlyMap<string, Contest> | undefined,
 ): PlanEntry[] {
   const name = renderTemplate(item.name, namespace);
   const base = { apiVersion: item.apiVersion, kind: item.kind, namespace, name, cfgKey: cfg.key };
-  if (item.problem) {
-    return [{ ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true }];
-  }
+  // A spec problem, or a contradiction with another item here (as the controller's unit decides it).
+  const field = `.spec.deleteItems[${item.index}]`;
+  const contest = contested?.get(field);
+  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : contest &&
+    contradicted(cfg.key, namespace, field, contest).message;
+  if (problem) return [{ ...base, action: "fail", reason: problem, terminal: true }];
   let resource: ResourceInfo;
   try {
     resource = resourceOf(snapshot, item.apiVersion, item.kind);
@@ -172,6 +187,7 @@ async function planItem(
   item: CompiledSyncConfig["syncItems"][number],
   view: PlanView,
   serverAdds: Map<string, string>,
+  contested: ReadonlyMap<string, Contest> | undefined,
 ): Promise<PlanEntry | undefined> {
   const name = renderTemplate(item.name, namespace);
   const base = {
@@ -182,9 +198,11 @@ async function planItem(
     cfgKey: cfg.key,
     forceRecreate: cfg.forceRecreate,
   };
-  if (item.problem) {
-    return { ...base, action: "fail", reason: `SyncConfig ${cfg.key}: ${item.problem}`, terminal: true };
-  }
+  const field = `.spec.syncItems[${item.index}]`;
+  const contest = contested?.get(field);
+  const problem = item.problem ? `SyncConfig ${cfg.key}: ${item.problem}` : contest &&
+    contradicted(cfg.key, namespace, field, contest).message;
+  if (problem) return { ...base, action: "fail", reason: problem, terminal: true };
   const fail = failure(syncItemSite({ cfg, namespace }, item, name));
   let resource: ResourceInfo;
   try {
@@ -209,11 +227,10 @@ async function planItem(
       return { ...entry, action: "fail", reason: plan.result.message, terminal: plan.result.terminal };
     case "create": {
       if (!live) return { ...entry, action: "create" };
-      // It exists without espejo's label: the controller adopts it, unless another SyncConfig's item holds it.
-      const owner = live.metadata?.annotations?.[OWNER_ANNOTATION];
-      if (owner && owner !== cfg.key && view.claims(owner, resource, namespace, name)) {
-        const f = fail(new OwnedByOther(owner));
-        return { ...entry, action: "fail", reason: f.state === "failed" ? f.message : "", terminal: true };
+      // It exists without espejo's label: the controller adopts it, as the planner decides.
+      const adoption = planAdoption({ cfgKey: cfg.key, resource, namespace, name }, liveParts(live), view);
+      if (adoption.kind === "held") {
+        return { ...entry, action: "fail", reason: fail(new OwnedByOther(adoption.owner)).message, terminal: true };
       }
       const changes = fieldDiff(desired, live);
       return { ...entry, action: "adopt", reason: "it exists without espejo's label", changes };
@@ -232,7 +249,7 @@ function planPrunesOf(
   snapshot: Snapshot,
   registry: Registry<NamespaceInfo>,
   key: string,
-  stand: PruneScope["kind"],
+  scopeIn: (ns: NamespaceInfo) => PruneScope,
   namespaces: NamespaceInfo[],
 ): PlanEntry[] {
   const out: PlanEntry[] = [];
@@ -260,10 +277,7 @@ function planPrunesOf(
   for (const ns of namespaces) {
     const candidates = created.get(ns.name);
     if (!candidates) continue;
-    const scope: PruneScope = stand === "active"
-      ? { kind: "active", selects: registry.selecting(ns).includes(key) }
-      : { kind: stand };
-    for (const p of planPrunes(key, scope, candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
+    for (const p of planPrunes(key, scopeIn(ns), candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
       const { resource, namespace, name, uid } = p.candidate;
       const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
       out.push({

@@ -11,8 +11,8 @@ import { collectionPath, Discovery, type ResourceInfo, resourceKey } from "../ku
 import { listAll } from "../kube/list.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
-import { decodeSyncConfig, syncConfigsPath } from "../controller/syncconfig_api.ts";
-import type { NamespaceInfo } from "../controller/watches.ts";
+import { decodeSyncConfig, syncConfigsPath } from "../sync/syncconfig_api.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
 
 export interface SnapshotOptions {
   /** WATCH_NAMESPACE: where SyncConfigs are read from (empty: everywhere). */

@@ -1,6 +1,6 @@
 /**
  * Performs write plans: the only code that writes target objects. A create that finds the object there adopts it
- * (unless another SyncConfig's item holds it); an update keeps the live ownerReferences, re-reads once on a
+ * as the planner decides (`planAdoption`: unless another SyncConfig's item holds it); an update keeps the live ownerReferences, re-reads once on a
  * conflict (not in a fight: there a conflict is the other writer's move, and the retry policy decides when to try
  * again), and replaces the object (lib/sync/replace.ts) when the server refuses the update as the plan's
  * {@link ReplaceWhen} says. Every reply is handed to the {@link WriteSink} at once, so the caches know espejo's own
@@ -10,13 +10,12 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isAlreadyExists, isConflict, isImmutableField, isInvalid, isNotFound } from "../kube/errors.ts";
-import { CREATED_ANNOTATION, FIELD_MANAGER } from "../model/drift.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { OWNER_ANNOTATION } from "./cached_object.ts";
 import type { ItemAction } from "./failures.ts";
 import { OwnedByOther } from "./failures.ts";
-import type { LiveParts, ReplaceWhen } from "./planner.ts";
+import { heldByOther, type LiveParts, planAdoption, type ReplaceWhen, type WriteSite } from "./planner.ts";
 import { replaceObject } from "./replace.ts";
+import { CREATED_ANNOTATION, FIELD_MANAGER, OWNER_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "applier"]);
 
@@ -51,7 +50,7 @@ export class Applier {
   constructor(
     private readonly client: KubeClient,
     /** Whether SyncConfig `owner` has an item for the object (its owner annotation then holds it). */
-    private readonly claims: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean,
+    readonly claims: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean,
     private readonly onWrite: (action: ItemAction) => void = () => {},
   ) {}
 
@@ -65,9 +64,10 @@ export class Applier {
       if (!isAlreadyExists(e)) throw e;
     }
     const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
-    this.#checkOwner(t, current.metadata?.annotations?.[OWNER_ANNOTATION]);
+    const adoption = planAdoption(siteOf(t), liveParts(current), this);
+    if (adoption.kind === "held") throw new OwnedByOther(adoption.owner);
     // Someone may be writing it right now: a re-read on a conflict is still fine here (one create found it).
-    return await this.update({ ...t, contested: false }, liveParts(current), "it existed without espejo's label");
+    return await this.update({ ...t, contested: false }, adoption.live, "it existed without espejo's label");
   }
 
   /**
@@ -87,7 +87,8 @@ export class Applier {
         // The cached copy was stale: read the current version once and try again, unless another SyncConfig with
         // an item for the object has taken it meanwhile.
         const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
-        this.#checkOwner(t, current.metadata?.annotations?.[OWNER_ANNOTATION]);
+        const holder = heldByOther(current.metadata?.annotations?.[OWNER_ANNOTATION], siteOf(t), this);
+        if (holder) throw new OwnedByOther(holder);
         t.sink.written(await this.#write("PUT", pathOf(t), bodyAt(t.desired, liveParts(current))));
         this.onWrite("update");
         return { action: "update", reason };
@@ -140,12 +141,6 @@ export class Applier {
     };
   }
 
-  #checkOwner(t: WriteTarget, owner: string | undefined): void {
-    if (owner && owner !== t.cfgKey && this.claims(owner, t.resource, t.namespace, t.desired.metadata!.name!)) {
-      throw new OwnedByOther(owner);
-    }
-  }
-
   #logTakeOver(t: WriteTarget, live: LiveParts): void {
     const owner = live.owner;
     if (!owner || owner === t.cfgKey) return;
@@ -161,6 +156,7 @@ export class Applier {
   }
 }
 
+const siteOf = (t: WriteTarget): WriteSite => ({ ...t, name: t.desired.metadata!.name! });
 const pathOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, t.desired.metadata!.name!);
 const collectionOf = (t: WriteTarget) => objectPath(t.resource, t.namespace, "").replace(/\/$/, "");
 

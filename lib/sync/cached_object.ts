@@ -1,15 +1,10 @@
 /**
- * What espejo keeps of an object carrying its label (see {@link CachedObject}), and the markers it writes. Every
+ * What espejo keeps of an object carrying its label (see {@link CachedObject}; its markers: lib/model/markers.ts). Every
  * value here comes from the object, which a tenant may write: markers are hints, strings are bounded, and objects
  * no item names keep their identity only.
  */
 import type { KubeObject } from "../kube/objects.ts";
-
-export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
-export const MANAGED_LABEL_VALUE = "espejo";
-/** The SyncConfig (`namespace/name`) that wrote an object; another SyncConfig must not take it over. */
-export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
-import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../model/drift.ts";
+import { CREATED_ANNOTATION, HASH_ANNOTATION, OWNER_ANNOTATION } from "../model/markers.ts";
 
 /**
  * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to

@@ -3,11 +3,16 @@
  * label and annotations, and never the item's ownerReferences (the live object's are kept by the applier: a wrong
  * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
  */
-import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../model/drift.ts";
 import { encodeBase64, hashOf, type KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
-import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./cached_object.ts";
+import {
+  CREATED_ANNOTATION,
+  HASH_ANNOTATION,
+  MANAGED_LABEL,
+  MANAGED_LABEL_VALUE,
+  OWNER_ANNOTATION,
+} from "../model/markers.ts";
 
 /** The desired object and its hash (also written as {@link HASH_ANNOTATION}). */
 export async function desiredObject(

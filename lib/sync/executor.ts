@@ -9,7 +9,7 @@ import type { KubeClient } from "../kube/client.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import { Discovery, namespacedOnly, objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isNotFound } from "../kube/errors.ts";
-import { extrasHash, HASH_ANNOTATION } from "../model/drift.ts";
+import { extrasHash } from "../model/drift.ts";
 import { FightBook } from "./fights.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
@@ -33,6 +33,7 @@ import {
 import { afterTry, type TryOutcome } from "./retry_policy.ts";
 import { RetryBook } from "./retry_book.ts";
 import { acceptWritten, remember } from "./verdict.ts";
+import { HASH_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "executor"]);
 
@@ -191,12 +192,9 @@ export class Executor {
     const site = deleteItemSite(ref, item, name);
     const fail = failure(site);
     if (item.problem) return specProblem(ref.cfg.key, `.spec.deleteItems[${item.index}]`, item.problem);
-    let resource: ResourceInfo;
-    try {
-      resource = await this.#resolve(item.apiVersion, item.kind);
-    } catch (e) {
-      return fail(e);
-    }
+    const resource = await this.#resolve(item.apiVersion, item.kind)
+      .catch((e: unknown) => e instanceof Error ? e : new Error(String(e)));
+    if (resource instanceof Error) return fail(resource);
     const cache = this.caches.existing(resource);
     if (!(await ready(cache))) return fail(new Error(cacheProblem(resource, cache.lastError)));
     const key = `${ref.namespace}/${name}`;
@@ -206,7 +204,9 @@ export class Executor {
       logged();
       return plan.kind === "absent" ? { state: "absent" } : plan.result;
     }
-    let result: ItemResult;
+    // Our own delete: its watch event (of an object espejo labelled once) is no one else's removal, nor a fight.
+    this.caches.beginWrite(resource, key);
+    let result: ItemResult = { state: "absent" }; // until the delete answers
     try {
       result = { state: await this.#applier.delete(resource, ref.namespace, name, plan.uid) };
       cache.forget(key);
@@ -215,6 +215,8 @@ export class Executor {
       const failed = fail(e);
       this.#retries.failed(plan.retryKey, plan.attempt, failed, failed.terminal, scopeOf(ref));
       result = failed;
+    } finally {
+      this.caches.endDelete(resource, key, result.state === "deleted");
     }
     logged(result);
     return result;

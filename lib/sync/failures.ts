@@ -11,6 +11,7 @@
 import { ApiError, isConflict, isRetriable } from "../kube/errors.ts";
 import type { TryOutcome } from "./retry_policy.ts";
 import { UnknownKindError } from "../kube/discovery.ts";
+import type { Contest } from "../model/contradictions.ts";
 import { redactValues } from "../model/redact.ts";
 import { missingRightHint } from "./missing_right.ts";
 
@@ -94,6 +95,21 @@ export function specProblem(syncConfig: string, item: string, problem: string): 
     fields: { item, error: problem },
     terminal: true,
   };
+}
+
+/**
+ * An item (`field`) of SyncConfig `syncConfig` that contradicts another in `namespace` (lib/model/contradictions.ts):
+ * nothing is sent for it until one of the two SyncConfigs changes.
+ */
+export function contradicted(
+  syncConfig: string,
+  namespace: string,
+  field: string,
+  c: Contest,
+): ItemResult & { state: "failed" } {
+  const site = { syncConfig, namespace, item: field, kind: c.kind, name: c.name };
+  const fields = { item: field, kind: c.kind, name: c.name, error: c.problem };
+  return { state: "failed", message: `${siteText(site)}: ${c.problem}`, fields, terminal: true };
 }
 
 /** Whether the same request can only fail again until something changes (see the file comment). */

@@ -1,25 +1,19 @@
 /**
  * One SyncConfig in one namespace: its deleteItems, then its syncItems in waves (an item waits for the earlier
  * items it refers to), the items of each list concurrently. One item's exception fails that item, not the others or
- * the unit. Folds the item results into the counts of the namespace and whether it must be retried.
+ * the unit. Folds the item results into the counts of the namespace and what it asks of the queue.
  */
 import { getLogger } from "@logtape/logtape";
 import type { Executor } from "./executor.ts";
-import type { FailureFields, ItemAction, ItemResult } from "./failures.ts";
+import { contradicted, type FailureFields, type ItemAction, type ItemResult } from "./failures.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import type { Contest } from "../model/contradictions.ts";
+import type { Outcome } from "../model/status.ts";
 import { renderTemplate } from "../model/template.ts";
+import { foldSteps, type Step, stepOf } from "./step.ts";
 import { writeWaves } from "../model/waves.ts";
 
 const log = getLogger(["espejo", "controller"]);
-
-/** The counts of one SyncConfig in one namespace, as its status adds them up. */
-export interface NamespaceOutcome {
-  synced: number;
-  deleted: number;
-  failed: number;
-  /** For status and Events (values redacted). */
-  errors: string[];
-}
 
 /** A failure as the log writes it (see docs/reference.md, "Logs"). */
 export interface LoggedFailure {
@@ -27,15 +21,11 @@ export interface LoggedFailure {
   fields?: FailureFields;
 }
 
-export interface ConfigInNamespace {
-  outcome: NamespaceOutcome;
+/** One SyncConfig in one namespace: its counts, its failures for the log, and what it asks of the queue. */
+export interface ConfigInNamespace extends Step {
+  outcome: Outcome;
   /** The failures for the log, values unredacted, with their fields. */
   details: LoggedFailure[];
-  /** A transient failure: queue the namespace again with backoff. */
-  retry: boolean;
-  wrote: boolean;
-  /** A restore held back by a fight: sync again after this long. */
-  retryInMs?: number;
 }
 
 export async function syncConfigInNamespace(
@@ -43,6 +33,8 @@ export async function syncConfigInNamespace(
   cfg: CompiledSyncConfig,
   namespace: string,
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void,
+  /** Items that contradict another item here, by field (lib/model/contradictions.ts): not performed. */
+  contested: ReadonlyMap<string, Contest> = new Map(),
 ): Promise<ConfigInNamespace> {
   const ref = { cfg, namespace };
   // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
@@ -56,7 +48,10 @@ export async function syncConfigInNamespace(
     }
   };
   const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
-    const r = await guarded(`.spec.deleteItems[${item.index}]`, () => executor.deleteItem(ref, item));
+    const field = `.spec.deleteItems[${item.index}]`;
+    const contest = contested.get(field);
+    if (contest) return contradicted(cfg.key, namespace, field, contest);
+    const r = await guarded(field, () => executor.deleteItem(ref, item));
     if (r.state === "deleted") {
       recordChange(cfg.key, "delete", namespace);
       log.info("Deleted {kind} {namespace}/{name} for SyncConfig {syncConfig}", {
@@ -75,7 +70,11 @@ export async function syncConfigInNamespace(
   for (const wave of writeWaves(cfg.syncItems)) {
     await Promise.all(wave.map(async (i) => {
       const item = cfg.syncItems[i];
-      const r = await guarded(`.spec.syncItems[${item.index}]`, () => executor.syncItem(ref, item));
+      const field = `.spec.syncItems[${item.index}]`;
+      const contest = contested.get(field);
+      const r = contest
+        ? contradicted(cfg.key, namespace, field, contest)
+        : await guarded(field, () => executor.syncItem(ref, item));
       if (r.state === "synced" && r.action !== "none") {
         recordChange(cfg.key, r.action, namespace);
         log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {
@@ -91,26 +90,17 @@ export async function syncConfigInNamespace(
       syncs[i] = r;
     }));
   }
-  const outcome: NamespaceOutcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+  const outcome: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
   const details: LoggedFailure[] = [];
-  let retry = false;
-  let wrote = false;
-  let retryInMs: number | undefined;
-  for (const r of [...deletes, ...syncs]) {
-    wrote ||= r.state === "deleted" || (r.state === "synced" && r.action !== "none");
-    if (r.state === "synced" && r.retryInMs !== undefined) {
-      retryInMs = Math.min(retryInMs ?? r.retryInMs, r.retryInMs);
-    }
+  const results = [...deletes, ...syncs];
+  for (const r of results) {
     if (r.state === "synced") outcome.synced++;
     else if (r.state === "deleted") outcome.deleted++;
     else if (r.state === "failed") {
       outcome.failed++;
       outcome.errors.push(r.message);
       details.push({ message: r.detail ?? r.message, fields: r.fields });
-      // A transient failure requeues the namespace with backoff, so it is retried without waiting for a pass.
-      // A terminal one waits for a change (the next pass finds its attempt in the retry book: no request).
-      retry ||= !r.terminal;
     }
   }
-  return { outcome, details, retry, wrote, retryInMs };
+  return { outcome, details, ...foldSteps(results.map(stepOf)) };
 }

@@ -130,8 +130,9 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
   const name = t.desired.metadata!.name!;
   const { observed } = t;
   const owner = observed?.owner;
-  if (owner && owner !== t.cfg.key && view.claims(owner, t.resource, t.namespace, name)) {
-    return { plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(owner)) } };
+  const holder = heldByOther(owner, { cfgKey: t.cfg.key, resource: t.resource, namespace: t.namespace, name }, view);
+  if (holder) {
+    return { plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(holder)) } };
   }
   const assessment = observed && assess(t.desired, t.hash, observed, view.serverAdds(keys.itemKey));
   const memo = assessment?.memo;
@@ -167,6 +168,38 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
     },
     memo,
   };
+}
+
+/** An object, by the SyncConfig that would write it. */
+export interface WriteSite {
+  cfgKey: string;
+  resource: ResourceInfo;
+  namespace: string;
+  name: string;
+}
+
+/**
+ * The other SyncConfig that holds the object: its owner annotation (which anyone can write) names one that has an
+ * item for the object in this namespace. One check for the planner, the applier's re-reads and `espejo plan`.
+ */
+export function heldByOther(
+  owner: string | undefined,
+  t: WriteSite,
+  view: Pick<PlanView, "claims">,
+): string | undefined {
+  return owner && owner !== t.cfgKey && view.claims(owner, t.resource, t.namespace, t.name) ? owner : undefined;
+}
+
+/**
+ * A create that finds its object there without espejo's label (made by hand, by the Go espejo) adopts it: an update
+ * at the version found, keeping its ownerReferences; unless another SyncConfig's item holds it. The applier decides
+ * so from the object its create found (the caches hold only labelled objects), `espejo plan` from its snapshot.
+ */
+export type AdoptPlan = { kind: "adopt"; live: LiveParts } | { kind: "held"; owner: string };
+
+export function planAdoption(t: WriteSite, live: LiveParts, view: Pick<PlanView, "claims">): AdoptPlan {
+  const owner = heldByOther(live.owner, t, view);
+  return owner ? { kind: "held", owner } : { kind: "adopt", live };
 }
 
 export type DeletePlan =

@@ -12,16 +12,39 @@
  * - pruning off (the annotation removed or "false") prunes nothing, from the next decision on.
  */
 import type { ResourceInfo } from "../kube/discovery.ts";
-import type { ObjectMeta } from "../kube/objects.ts";
-
-export const PRUNE_ANNOTATION = "sync.appuio.ch/prune";
-/** Held on a SyncConfig while pruning is on, so that its deletion is cleaned up even while espejo is not running. */
-export const PRUNE_FINALIZER = "sync.appuio.ch/prune";
+import { deepEqual, type ObjectMeta } from "../kube/objects.ts";
+import type { CompileResult } from "../model/syncconfig.ts";
+import { PRUNE_ANNOTATION } from "../model/markers.ts";
 
 /** Whether pruning is on for a SyncConfig with this metadata: its annotation, else the default. */
 export function pruneEnabled(metadata: ObjectMeta | undefined, pruneDefault: boolean): boolean {
   const value = metadata?.annotations?.[PRUNE_ANNOTATION];
   return value === "true" || (pruneDefault && value !== "false");
+}
+
+/** What decides where a SyncConfig stands for pruning (see {@link pruneScope}). */
+export interface PruneFacts {
+  /** Pruning is on for it (its annotation, else the default). */
+  enabled: boolean;
+  /** It is being deleted. */
+  deleting: boolean;
+  /** Its compile result; for one being deleted, compiled from it as it is (its items are what it created). */
+  result: CompileResult | undefined;
+  /** Whether it selects the namespace in question. */
+  selects: boolean;
+  /** An item of a kind the server does not know (`espejo plan`; the controller finds out when it lists the kind). */
+  unknownKind?: boolean;
+}
+
+/**
+ * Where a SyncConfig stands for pruning, one rule for the controller and `espejo plan`: off unless pruning is on and
+ * every item can be read, a typo must not delete objects (a kind the server does not know counts as a typo, except
+ * for one being deleted: its CRD went, and its objects with it); being deleted, everything it created goes.
+ */
+export function pruneScope(f: PruneFacts): PruneScope {
+  if (!f.enabled || !f.result?.ok || f.result.config.syncItems.some((i) => i.problem)) return { kind: "off" };
+  if (f.deleting) return { kind: "deleting" };
+  return f.unknownKind ? { kind: "off" } : { kind: "active", selects: f.selects };
 }
 
 /** An object a SyncConfig created, as the caches (or a list, for `espejo plan`) see it. */
@@ -99,4 +122,51 @@ export const RELABEL_SETTLE_MS = 2_000;
 /** How much longer labels changed at `relabelledAt` must stay as they are before a deselection is pruned (0: now). */
 export function settlingMs(relabelledAt: number | undefined, now: number): number {
   return relabelledAt === undefined ? 0 : Math.max(0, relabelledAt + RELABEL_SETTLE_MS - now);
+}
+
+/**
+ * What the prune finalizer of a SyncConfig needs, as a state table (kube-rs `finalizer.rs` is the model): one action
+ * for each (being deleted, finalizer present, prunes). `prunes`: pruning is on; for one being deleted, also that its
+ * items can be read (a typo must not delete objects, so it is then released without pruning).
+ */
+export type FinalizerAction =
+  /** Nothing holds it or needs holding. */
+  | "none"
+  /** Pruning was turned on: add the finalizer, then as "watch". */
+  | "add"
+  /** Pruning was turned off: remove the finalizer. */
+  | "remove"
+  /** Pruning is on and held: index what it created, queue those namespaces. */
+  | "watch"
+  /** Deleted but it does not prune: remove the finalizer, leaving what it created in place. */
+  | "release"
+  /** Deleted and it prunes: queue what is left; remove the finalizer once nothing is. */
+  | "prune";
+
+const FINALIZER_TABLE: Record<`${boolean} ${boolean} ${boolean}`, FinalizerAction> = {
+  // deleting, finalizer present, prunes
+  "false false false": "none",
+  "false false true": "add",
+  "false true false": "remove",
+  "false true true": "watch",
+  "true false false": "none",
+  "true false true": "none",
+  "true true false": "release",
+  "true true true": "prune",
+};
+
+export function finalizerAction(deleting: boolean, present: boolean, prunes: boolean): FinalizerAction {
+  return FINALIZER_TABLE[`${deleting} ${present} ${prunes}`];
+}
+
+/**
+ * Whether nothing that decides what a SyncConfig syncs or prunes changed: its generation, its deletion, its prune
+ * annotation and its finalizers. Status writes (espejo's own, every few seconds in a burst) change none of them.
+ */
+export function sameSpecAndPruning(sc: { metadata?: ObjectMeta }, old: { metadata?: ObjectMeta } | undefined): boolean {
+  const a = sc.metadata;
+  const b = old?.metadata;
+  return a?.generation === b?.generation && a?.deletionTimestamp === b?.deletionTimestamp &&
+    a?.annotations?.[PRUNE_ANNOTATION] === b?.annotations?.[PRUNE_ANNOTATION] &&
+    deepEqual(a?.finalizers ?? [], b?.finalizers ?? []);
 }

@@ -13,13 +13,8 @@ import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
 import { reasonOf } from "./failures.ts";
 import type { PruneCandidate } from "./prune.ts";
-import {
-  type CachedObject,
-  decodeManaged,
-  type ExistingObject,
-  MANAGED_LABEL,
-  MANAGED_LABEL_VALUE,
-} from "./cached_object.ts";
+import { type CachedObject, decodeManaged, type ExistingObject } from "./cached_object.ts";
+import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../model/markers.ts";
 
 export interface CacheEvents {
   /** A managed object changed (someone else may have edited it): its namespace should be checked. */

@@ -1,5 +1,6 @@
 /**
- * One book of retries, keyed, with exponential backoff and jitter: used for item writes and for namespace units.
+ * One book of retries, keyed, with exponential backoff and jitter: used for item writes and for the work the queue
+ * hands out (namespace units, pruning bookkeeping).
  * An entry is tied to an attempt (what was tried: the SyncConfig generation, the desired object and, unless it is a
  * restore, the live object's version), so a changed attempt is tried at once whatever the backoff of the old one.
  * What goes in is decided by lib/sync/retry_policy.ts.
@@ -61,13 +62,16 @@ export class RetryBook<R> {
     return this.#entries.get(key)?.failures ?? 0;
   }
 
-  /** Records a failure of `attempt`; returns how long the next try of the same attempt must wait. */
-  failed(key: string, attempt: string, result: R, terminal: boolean, scope: RetryScope = {}): number {
+  /**
+   * Records a failure of `attempt`; returns how long the next try of the same attempt must wait. `baseMs`: the first
+   * wait of this key's back-off, when not the book's.
+   */
+  failed(key: string, attempt: string, result: R, terminal: boolean, scope: RetryScope = {}, baseMs?: number): number {
     const before = this.#entries.get(key);
     const failures = (before?.attempt === attempt ? before.failures : 0) + 1;
     const delay = terminal
       ? this.#o.terminalMs
-      : Math.round(backoffMs(failures, this.#o.baseMs, this.#o.maxMs) * this.#o.jitter());
+      : Math.round(backoffMs(failures, baseMs ?? this.#o.baseMs, this.#o.maxMs) * this.#o.jitter());
     this.#entries.delete(key); // re-inserted last: the oldest entry goes first when the book is full
     if (this.#entries.size >= this.#o.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { ...scope, attempt, failures, until: this.#o.now() + delay, result });

@@ -1,8 +1,9 @@
 /**
- * The retry policy of one item in one namespace, as one pure decision after each try (controller-runtime's `switch`
- * after `Reconcile` is the model): what the try tells the books of retries (lib/sync/retry_book.ts) and fights
- * (lib/sync/fights.ts), and the delays both wait. The planner (lib/sync/planner.ts) reads those books before the
- * next try; this file decides what goes into them.
+ * The retry policy, as pure decisions (controller-runtime's `switch` after `Reconcile` is the model). Two levels, one
+ * set of rules: after each try of one item in one namespace ({@link afterTry}: what the try tells the books of
+ * retries, lib/sync/retry_book.ts, and fights, lib/sync/fights.ts, which the planner reads before the next try), and
+ * after each piece of work the queue handed out ({@link afterWork}: a namespace unit, a SyncConfig's pruning
+ * bookkeeping, an exception), which the worker performs with the queue's timers (lib/controller/worker.ts).
  *
  * - A try that wrote or found nothing to write forgets the attempt's failures.
  * - A terminal failure holds its attempt until the attempt changes (or an hour); a transient one backs off.
@@ -58,4 +59,32 @@ export function fightDelayMs(moves: number, maxMs: number): number {
 /** How long the same attempt waits after its `failures`-th transient failure in a row, before jitter. */
 export function backoffMs(failures: number, baseMs: number, maxMs: number): number {
   return failures <= 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (failures - 1));
+}
+
+/** What a piece of work the queue handed out asks of it afterwards. */
+export interface WorkFacts {
+  /** A transient failure (or a look that must be repeated): back off. */
+  retry: boolean;
+  /** Come back after this long in any case (a fight's hold, a cache still listing, labels settling). */
+  retryInMs?: number;
+  /** The first wait of the back-off, when not {@link BASE_DELAY_MS}. */
+  baseMs?: number;
+}
+
+/** What the queue does with a key after its work. */
+export type Requeue =
+  /** Done, or failed terminally: its failures are forgotten; a change or a pass brings it back. */
+  | { kind: "forget" }
+  /** Done, and back after `ms` in any case. */
+  | { kind: "after"; ms: number }
+  /** Failed transiently: back after `baseMs`, doubling with each failure in a row, at most `capMs` (if asked). */
+  | { kind: "backoff"; baseMs: number; capMs?: number };
+
+/** The decision after one piece of work (tests/unit/retry_policy_test.ts has the table). */
+export function afterWork(w: WorkFacts): Requeue {
+  if (w.retry) {
+    const cap = w.retryInMs === undefined ? {} : { capMs: w.retryInMs };
+    return { kind: "backoff", baseMs: w.baseMs ?? BASE_DELAY_MS, ...cap };
+  }
+  return w.retryInMs === undefined ? { kind: "forget" } : { kind: "after", ms: w.retryInMs };
 }

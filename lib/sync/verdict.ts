@@ -6,9 +6,10 @@
  * A verdict stands for one resourceVersion: once judged, in sync or not, the entry's content is dropped and the
  * verdict kept instead (the baseline when in sync, the out-of-sync record when not).
  */
-import { compareByValue, contentHash, extrasHash, HASH_ANNOTATION, type Verdict } from "../model/drift.ts";
+import { compareByValue, contentHash, extrasHash, type Verdict } from "../model/drift.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import type { CachedObject } from "./cached_object.ts";
+import { HASH_ANNOTATION } from "../model/markers.ts";
 
 type OutOfSync = NonNullable<CachedObject["outOfSync"]>;
 type Baseline = NonNullable<CachedObject["baseline"]>;

@@ -2,28 +2,10 @@
 import assert from "node:assert/strict";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { renderMessage } from "../../lib/app/logging.ts";
-import { counterValue, createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
+import { counterValue, createNamespace, createSyncConfig, eventsOf, getObject, startController } from "./harness.ts";
 import { withLogRecords } from "./log_records.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-interface EventView {
-  type: string;
-  reason: string;
-  message: string;
-  count?: number;
-  metadata: { name: string; creationTimestamp?: string };
-  involvedObject: { name: string; kind: string };
-}
-
-async function eventsOf(admin: ReturnType<typeof clientFor>, namespace: string, name: string): Promise<EventView[]> {
-  const list = await admin.request<{ items: EventView[] }>({
-    method: "GET",
-    path: `/api/v1/namespaces/${namespace}/events`,
-    query: { fieldSelector: `involvedObject.name=${name},involvedObject.kind=SyncConfig` },
-  });
-  return list.items;
-}
 
 Deno.test("A failing item produces one aggregated Warning event, not one per pass", opts, async () => {
   const c = await testCluster();

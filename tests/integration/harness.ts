@@ -150,3 +150,23 @@ export function counterValue(metrics: Metrics, name: string, labels: Record<stri
 export function aboutSyncConfig(e: AuditEvent): boolean {
   return e.objectRef?.resource === "syncconfigs" || e.objectRef?.resource === "events";
 }
+
+/** An Event as tests read it. */
+export interface EventView {
+  type: string;
+  reason: string;
+  message: string;
+  count?: number;
+  metadata: { name: string; creationTimestamp?: string };
+  involvedObject: { name: string; kind: string };
+}
+
+/** The Events about SyncConfig `namespace/name`. */
+export async function eventsOf(admin: HttpKubeClient, namespace: string, name: string): Promise<EventView[]> {
+  const list = await admin.request<{ items: EventView[] }>({
+    method: "GET",
+    path: `/api/v1/namespaces/${namespace}/events`,
+    query: { fieldSelector: `involvedObject.name=${name},involvedObject.kind=SyncConfig` },
+  });
+  return list.items;
+}

@@ -18,7 +18,6 @@ import { imageEnvironment } from "../../testenv/image_env.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
-import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../../lib/sync/cached_object.ts";
 import {
   auditNow,
   createNamespace,
@@ -28,6 +27,7 @@ import {
   type RunningController,
   startController,
 } from "./harness.ts";
+import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../../lib/model/markers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const SCALE = Number(Deno.env.get("ESPEJO_MEMORY_SCALE") ?? "1");

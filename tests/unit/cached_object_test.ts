@@ -1,14 +1,9 @@
 import assert from "node:assert/strict";
-import { extrasHash, HASH_ANNOTATION, type Verdict } from "../../lib/model/drift.ts";
+import { extrasHash, type Verdict } from "../../lib/model/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/kube/objects.ts";
-import {
-  type CachedObject,
-  decodeManaged,
-  MANAGED_LABEL,
-  MAX_KEPT_CONTENT,
-  OWNER_ANNOTATION,
-} from "../../lib/sync/cached_object.ts";
+import { type CachedObject, decodeManaged, MAX_KEPT_CONTENT } from "../../lib/sync/cached_object.ts";
 import { acceptWritten, assess, remember } from "../../lib/sync/verdict.ts";
+import { HASH_ANNOTATION, MANAGED_LABEL, OWNER_ANNOTATION } from "../../lib/model/markers.ts";
 
 /** {@link assess}, then {@link remember}, as the executor does with an entry it owns. */
 function judge(desired: KubeObject, desiredHash: string, cached: CachedObject, serverAdds?: string): Verdict {

@@ -1,7 +1,7 @@
 /** Decoders at the edge (lib/kube/api/decode.ts, lib/controller/syncconfig_api.ts): checked once, typed after. */
 import assert from "node:assert/strict";
 import { decodeLease, decodeNamespace, decodeObjectMeta } from "../../lib/kube/api/decode.ts";
-import { decodeSyncConfig } from "../../lib/controller/syncconfig_api.ts";
+import { decodeSyncConfig } from "../../lib/sync/syncconfig_api.ts";
 
 const metaCases: [string, unknown, boolean][] = [
   ["absent metadata is empty", undefined, true],

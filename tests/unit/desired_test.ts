@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
 import { desiredObject, normalizeWriteOnlyFields } from "../../lib/sync/desired.ts";
-import { HASH_ANNOTATION } from "../../lib/model/drift.ts";
-import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../../lib/sync/cached_object.ts";
 import { type CompiledSyncConfig, compileSyncConfig, type SyncItemSpec } from "../../lib/model/syncconfig.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
+import { HASH_ANNOTATION, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../../lib/model/markers.ts";
 
 Deno.test("the marker label and annotations are espejo's", () => {
   assert.equal(MANAGED_LABEL, "sync.appuio.ch/managed-by");

@@ -1,15 +1,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  compareByValue,
-  type Comparison,
-  contentHash,
-  CREATED_ANNOTATION,
-  extrasOf,
-  HASH_ANNOTATION,
-  serverOwned,
-} from "../../lib/model/drift.ts";
+import { compareByValue, type Comparison, contentHash, extrasOf, serverOwned } from "../../lib/model/drift.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
+import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../../lib/model/markers.ts";
 
 const HASH = "0123456789abcdef01234567";
 

@@ -1,8 +1,8 @@
 /** The fields `espejo plan` shows for an update (lib/model/field_diff.ts). */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../lib/kube/objects.ts";
-import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../../lib/model/drift.ts";
 import { fieldDiff, formatChange } from "../../lib/model/field_diff.ts";
+import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../../lib/model/markers.ts";
 
 const cm = (data: Record<string, string>, annotations: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ItemIndex } from "../../lib/controller/item_index.ts";
+import { ItemIndex } from "../../lib/model/item_index.ts";
 import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/model/syncconfig.ts";
 
 function compiled(name: string, syncItems: unknown[], deleteItems: unknown[] = []): CompiledSyncConfig {

@@ -7,8 +7,11 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const lib = resolve(dirname(fileURLToPath(import.meta.url)), "../../lib");
-/** A layer may import its own and lower ones. metrics and sync are siblings: neither imports the other. */
-const RANK: Record<string, number> = { kube: 0, model: 1, sync: 2, metrics: 2, controller: 3, plan: 4, app: 5 };
+/**
+ * A layer may import its own and lower ones. Siblings import neither each other: metrics and sync; controller and
+ * plan (what both need lives below them).
+ */
+const RANK: Record<string, number> = { kube: 0, model: 1, sync: 2, metrics: 2, controller: 3, plan: 3, app: 4 };
 
 function* files(dir: string): Generator<string> {
   for (const e of Deno.readDirSync(dir)) {
@@ -30,7 +33,7 @@ Deno.test("layers: every file of lib/ is in a layer", () => {
   assert.deepEqual(loose, []);
 });
 
-Deno.test("layers: imports flow down (kube <- model <- sync, metrics <- controller <- plan <- app)", () => {
+Deno.test("layers: imports flow down (kube <- model <- sync, metrics <- controller, plan <- app)", () => {
   const wrong: string[] = [];
   for (const f of files(lib)) {
     const from = layerOf(f);

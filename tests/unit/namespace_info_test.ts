@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { namespaceInfo } from "../../lib/controller/watches.ts";
+import { namespaceInfo } from "../../lib/model/namespace_info.ts";
 
 const ns = (labels: Record<string, string>, phase = "Active") => ({
   metadata: { name: "t", labels },

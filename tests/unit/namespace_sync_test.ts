@@ -126,3 +126,30 @@ Deno.test("namespace sync: held-back restores bring the namespace back after the
   assert.equal(r.retryInMs, 1000);
   assert.equal(r.retry, false);
 });
+
+Deno.test("namespace sync: contested items are not performed; each fails as terminal, naming its object", async () => {
+  const executor = recording();
+  const contested = new Map([
+    [".spec.deleteItems[0]", { kind: "ConfigMap", name: "legacy", problem: "contradicts X" }],
+    [".spec.syncItems[2]", { kind: "ConfigMap", name: "cm-team-a", problem: "contradicts Y" }],
+  ]);
+  const r = await syncConfigInNamespace(executor, cfg, "team-a", () => {}, contested);
+  assert.deepEqual(executor.calls.filter((c) => !c.startsWith("done")), ["role", "bind"]);
+  assert.deepEqual(r.outcome, {
+    synced: 2,
+    deleted: 0,
+    failed: 2,
+    errors: [
+      "SyncConfig espejo/cfg: .spec.deleteItems[0] (ConfigMap legacy) in namespace team-a: contradicts X",
+      "SyncConfig espejo/cfg: .spec.syncItems[2] (ConfigMap cm-team-a) in namespace team-a: contradicts Y",
+    ],
+  });
+  assert.equal(r.retry, false);
+  assert.equal(r.wrote, false);
+  assert.deepEqual(r.details[1].fields, {
+    item: ".spec.syncItems[2]",
+    kind: "ConfigMap",
+    name: "cm-team-a",
+    error: "contradicts Y",
+  });
+});

@@ -2,13 +2,20 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
-import { CREATED_ANNOTATION } from "../../lib/model/drift.ts";
 import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import { type CachedObject, decodeManaged } from "../../lib/sync/cached_object.ts";
 import { desiredObject } from "../../lib/sync/desired.ts";
 import type { ItemResult } from "../../lib/sync/failures.ts";
-import { keysOf, planDeleteItem, planSyncItem, type PlanView, type SyncTarget } from "../../lib/sync/planner.ts";
+import {
+  keysOf,
+  planAdoption,
+  planDeleteItem,
+  planSyncItem,
+  type PlanView,
+  type SyncTarget,
+} from "../../lib/sync/planner.ts";
 import { acceptWritten, remember } from "../../lib/sync/verdict.ts";
+import { CREATED_ANNOTATION } from "../../lib/model/markers.ts";
 
 const RESOURCE: ResourceInfo = {
   group: "",
@@ -216,4 +223,21 @@ Deno.test("keysOf: a restore's attempt is keyed on the object, any other on the 
   const failed: ItemResult = { state: "failed", message: "m", terminal: false };
   const book = view({ backedOff: (_key, attempt) => attempt === keysOf(a, true).attempt ? failed : undefined });
   assert.deepEqual(planSyncItem(b, book).plan, { kind: "backoff", result: failed });
+});
+
+Deno.test("planAdoption: an unlabelled object is adopted at its version unless another SyncConfig's item holds it", () => {
+  const site = { cfgKey: "espejo/cfg", resource: RESOURCE, namespace: "team-a", name: "policy" };
+  const holds = { claims: (owner: string) => owner === "x/holder" };
+  const live = { resourceVersion: "7", uid: "u1" };
+  const table: [string | undefined, ReturnType<typeof planAdoption>][] = [
+    [undefined, { kind: "adopt", live }],
+    ["espejo/cfg", { kind: "adopt", live: { ...live, owner: "espejo/cfg" } }],
+    // An owner annotation is a hint anyone can write: it holds only for a SyncConfig with an item for the object.
+    ["x/stranger", { kind: "adopt", live: { ...live, owner: "x/stranger" } }],
+    ["x/holder", { kind: "held", owner: "x/holder" }],
+  ];
+  for (const [owner, want] of table) {
+    const parts = owner === undefined ? live : { ...live, owner };
+    assert.deepEqual(planAdoption(site, parts, holds), want, String(owner));
+  }
 });

@@ -2,12 +2,16 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import fc from "fast-check";
+import { compileSyncConfig } from "../../lib/model/syncconfig.ts";
 import {
   confirmedPrunes,
+  type FinalizerAction,
+  finalizerAction,
   planPrunes,
   type PruneCandidate,
   pruneEnabled,
   type PruneScope,
+  pruneScope,
   RELABEL_SETTLE_MS,
   settlingMs,
 } from "../../lib/sync/prune.ts";
@@ -87,4 +91,46 @@ Deno.test("settlingMs: a deselection is pruned only once the namespace's labels 
   assert.equal(settlingMs(1_000_000, 1_000_000), RELABEL_SETTLE_MS);
   assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS - 1), 1);
   assert.equal(settlingMs(1_000_000, 1_000_000 + RELABEL_SETTLE_MS), 0);
+});
+
+Deno.test("finalizerAction: one action per (being deleted, finalizer present, prunes)", () => {
+  const table: [boolean, boolean, boolean, FinalizerAction][] = [
+    [false, false, false, "none"],
+    [false, false, true, "add"],
+    [false, true, false, "remove"],
+    [false, true, true, "watch"],
+    // Nothing holds a deleted SyncConfig without the finalizer: there is nothing left to do for it.
+    [true, false, false, "none"],
+    [true, false, true, "none"],
+    // Deleted with pruning off (or an item it cannot read): released, what it created stays.
+    [true, true, false, "release"],
+    [true, true, true, "prune"],
+  ];
+  for (const [deleting, present, prunes, want] of table) {
+    assert.equal(finalizerAction(deleting, present, prunes), want, `${deleting} ${present} ${prunes}`);
+  }
+});
+
+Deno.test("pruneScope: one rule for where a SyncConfig stands, for the controller and espejo plan", () => {
+  const compile = (syncItems: unknown[]) =>
+    compileSyncConfig({
+      metadata: { namespace: "espejo", name: "p" },
+      spec: { namespaceSelector: { matchNames: [".*"] }, syncItems } as never,
+    });
+  const good = compile([{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" } }]);
+  const typo = compile([{ apiVersion: "v1", kind: "ConfigMap", metadata: {} }]);
+  const base = { enabled: true, deleting: false, result: good, selects: true };
+  const table: [string, Parameters<typeof pruneScope>[0], PruneScope][] = [
+    ["on, selecting", base, { kind: "active", selects: true }],
+    ["on, not selecting", { ...base, selects: false }, { kind: "active", selects: false }],
+    ["off", { ...base, enabled: false }, { kind: "off" }],
+    ["an item it cannot read", { ...base, result: typo }, { kind: "off" }],
+    ["invalid", { ...base, result: { ok: false, key: "espejo/p", message: "m" } }, { kind: "off" }],
+    ["unknown", { ...base, result: undefined }, { kind: "off" }],
+    ["a kind the server does not know", { ...base, unknownKind: true }, { kind: "off" }],
+    ["being deleted", { ...base, deleting: true, selects: false }, { kind: "deleting" }],
+    ["being deleted, its kind gone with its CRD", { ...base, deleting: true, unknownKind: true }, { kind: "deleting" }],
+    ["being deleted with an item it cannot read", { ...base, deleting: true, result: typo }, { kind: "off" }],
+  ];
+  for (const [name, facts, want] of table) assert.deepEqual(pruneScope(facts), want, name);
 });

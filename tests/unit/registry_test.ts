@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
-import { Registry } from "../../lib/controller/registry.ts";
+import { Registry } from "../../lib/model/registry.ts";
 
 const CM = { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap", namespaced: true } as ResourceInfo;
 const ns = (name: string, labels: Record<string, string> = {}) => ({ name, labels, phase: "Active" });

@@ -1,6 +1,18 @@
-/** The retry policy (lib/sync/retry_policy.ts): one decision after each try, and the delays of both books. */
+/**
+ * The retry policy (lib/sync/retry_policy.ts): one decision after each try, one after each piece of work, and the
+ * delays of both books.
+ */
 import assert from "node:assert/strict";
-import { afterTry, backoffMs, fightDelayMs, type RetryDecision, type TryOutcome } from "../../lib/sync/retry_policy.ts";
+import {
+  afterTry,
+  afterWork,
+  backoffMs,
+  fightDelayMs,
+  type Requeue,
+  type RetryDecision,
+  type TryOutcome,
+  type WorkFacts,
+} from "../../lib/sync/retry_policy.ts";
 import { FightBook } from "../../lib/sync/fights.ts";
 
 Deno.test("afterTry: the table of outcomes, restores and what the books keep", () => {
@@ -52,3 +64,23 @@ Deno.test("FightBook: a writer as fast as it can gets a bounded number of moves 
   now += 20_001;
   assert.equal(book.inFight("cm"), false, "left alone for twice the longest delay: the fight is over");
 });
+
+const workCases: [string, WorkFacts, Requeue][] = [
+  ["done, nothing pending: forgotten", { retry: false }, { kind: "forget" }],
+  ["done, a fight's hold or a listing cache: back after that", { retry: false, retryInMs: 700 }, {
+    kind: "after",
+    ms: 700,
+  }],
+  ["a transient failure (or an exception): back off from 1 s", { retry: true }, { kind: "backoff", baseMs: 1000 }],
+  ["a transient failure beside a shorter hold: back off, but no later than the hold", {
+    retry: true,
+    retryInMs: 300,
+  }, { kind: "backoff", baseMs: 1000, capMs: 300 }],
+  ["a look that must be repeated: back off from its own first wait", { retry: true, baseMs: 5000 }, {
+    kind: "backoff",
+    baseMs: 5000,
+  }],
+];
+for (const [name, facts, want] of workCases) {
+  Deno.test(`afterWork: ${name}`, () => assert.deepEqual(afterWork(facts), want));
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { SelectionIndex } from "../../lib/controller/selection_index.ts";
+import { SelectionIndex } from "../../lib/model/selection_index.ts";
 import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/model/syncconfig.ts";
 
 interface Ns {

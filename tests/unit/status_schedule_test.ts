@@ -131,3 +131,18 @@ Deno.test("StatusSchedule: a status held by its work is due at the later of the 
   clock.ms = 1_000;
   assert.deepEqual(s.takeReady(), ["cfg/a"]);
 });
+
+Deno.test("StatusSchedule: a failed write is due again after its back-off, not before", () => {
+  const { s, clock } = schedule();
+  s.markDirty("cfg/a");
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+  s.retryAfter("cfg/a", 2_000);
+  clock.ms = 1_999;
+  assert.deepEqual(s.takeReady(), []);
+  assert.equal(s.untilNextDueMs(), 1);
+  clock.ms = 2_000;
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+  s.markDirty("cfg/a");
+  clock.ms = 3_000;
+  assert.deepEqual(s.takeReady(), ["cfg/a"], "a later change waits only for the gap again");
+});

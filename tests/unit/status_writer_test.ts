@@ -10,7 +10,7 @@ import { Reflector } from "../../lib/kube/reflector.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
 import { StatusWriter } from "../../lib/controller/status_writer.ts";
 import { SyncEvents } from "../../lib/controller/sync_events.ts";
-import { decodeSyncConfig } from "../../lib/controller/syncconfig_api.ts";
+import { decodeSyncConfig } from "../../lib/sync/syncconfig_api.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 
 const KEY = "cfg/broken";

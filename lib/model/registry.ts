@@ -5,15 +5,10 @@
  */
 import { ItemIndex } from "./item_index.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
-import {
-  type CompiledSyncConfig,
-  type CompileResult,
-  compileSyncConfig,
-  type SyncConfig,
-} from "../model/syncconfig.ts";
-import { renderTemplate } from "../model/template.ts";
+import { type CompiledSyncConfig, type CompileResult, compileSyncConfig, type SyncConfig } from "./syncconfig.ts";
+import { renderTemplate } from "./template.ts";
 import { SelectionIndex } from "./selection_index.ts";
-import type { NamespaceFacts } from "../model/selector.ts";
+import type { NamespaceFacts } from "./selector.ts";
 
 export interface Compiled {
   generation: number;
@@ -74,6 +69,14 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
   /** Keys of the valid SyncConfigs that select `ns`. */
   selecting(ns: N): string[] {
     return this.#selection.selecting(ns, () => this.valid());
+  }
+
+  /** The valid compiled SyncConfigs that select `ns`. */
+  selectingConfigs(ns: N): CompiledSyncConfig[] {
+    return this.selecting(ns).flatMap((k) => {
+      const result = this.#compiled.get(k)?.result;
+      return result?.ok ? [result.config] : [];
+    });
   }
 
   /** The namespace went: its selection is forgotten. */

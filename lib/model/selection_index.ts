@@ -6,8 +6,8 @@
  * An entry is valid while the namespace's cached object is the same object (the namespace cache replaces it on
  * every change) and no SyncConfig was recompiled since (`epoch`).
  */
-import type { NamespaceFacts } from "../model/selector.ts";
-import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import type { NamespaceFacts } from "./selector.ts";
+import type { CompiledSyncConfig } from "./syncconfig.ts";
 
 export class SelectionIndex<N extends NamespaceFacts & { phase: string }> {
   readonly #entries = new Map<string, { ns: N; epoch: number; keys: string[] }>();

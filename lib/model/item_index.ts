@@ -4,8 +4,8 @@
  * caches of a kind no item names can stop. Rebuilt from the valid compiled SyncConfigs whenever one changes.
  */
 import { splitApiVersion } from "../kube/objects.ts";
-import type { CompiledSyncConfig } from "../model/syncconfig.ts";
-import { renderTemplate } from "../model/template.ts";
+import type { CompiledSyncConfig } from "./syncconfig.ts";
+import { renderTemplate } from "./template.ts";
 
 const kindKey = (group: string, kind: string) => `${group}/${kind}`;
 

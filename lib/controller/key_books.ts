@@ -1,0 +1,97 @@
+/**
+ * One lifecycle for per-key state. Every book that keeps something per namespace or per SyncConfig (retries,
+ * counts, freshness, selection, status schedule, Events, gauges) registers here once, with how it forgets; a
+ * namespace or a SyncConfig that goes is then one call that every book hears, as client-go's `Forget` and an
+ * informer's `Store.Delete` are. A book that is not registered leaks, which tests/unit/key_books_test.ts guards.
+ */
+import type { Metrics } from "../metrics/metrics.ts";
+import type { Executor } from "../sync/executor.ts";
+import type { ResourceCaches } from "../sync/resource_caches.ts";
+import type { Freshness } from "./freshness.ts";
+import type { Registry } from "../model/registry.ts";
+import type { StatusLedger } from "./status_ledger.ts";
+import type { StatusWriter } from "./status_writer.ts";
+import type { SyncEvents } from "./sync_events.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
+import type { Workers } from "./worker.ts";
+
+/** How one book forgets; a book keyed by one kind of key only has that one. */
+export interface Forgets {
+  namespace?(name: string): void;
+  config?(cfgKey: string): void;
+}
+
+export class KeyBooks {
+  readonly #books = new Map<string, Forgets>();
+
+  /** Registers the book `name` (once: a second registration under one name is a wiring mistake). */
+  register(name: string, book: Forgets): void {
+    if (this.#books.has(name)) throw new Error(`book ${name} is registered twice`);
+    this.#books.set(name, book);
+  }
+
+  /** The namespace went: every book forgets it. */
+  namespaceGone(name: string): void {
+    for (const book of this.#books.values()) book.namespace?.(name);
+  }
+
+  /** The SyncConfig went: every book forgets it. */
+  configGone(cfgKey: string): void {
+    for (const book of this.#books.values()) book.config?.(cfgKey);
+  }
+
+  /** The registered books, by what they forget (for tests). */
+  names(): { namespace: string[]; config: string[] } {
+    const all = [...this.#books];
+    return {
+      namespace: all.filter(([, b]) => b.namespace).map(([n]) => n),
+      config: all.filter(([, b]) => b.config).map(([n]) => n),
+    };
+  }
+}
+
+/** The controller's books of per-key state (see {@link registerBooks}). */
+export interface ControllerBooks {
+  freshness: Pick<Freshness, "forget">;
+  selection: Pick<Registry<NamespaceInfo>, "forgetNamespace">;
+  ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
+  statusWriter: Pick<StatusWriter, "schedule" | "forgetConfig">;
+  syncEvents: Pick<SyncEvents, "forget">;
+  workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
+  /** Made when the controller runs: until then they hold nothing. */
+  running: () => {
+    executor?: Pick<Executor, "forgetNamespace" | "forgetConfig">;
+    caches?: Pick<ResourceCaches, "forgetNamespace">;
+  };
+  metrics: Pick<Metrics, "items" | "invalid">;
+}
+
+/** Registers every book of the controller, in one place. */
+export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
+  const schedule = b.statusWriter.schedule;
+  books.register("freshness", { namespace: (ns) => b.freshness.forget(ns) });
+  books.register("selection", { namespace: (ns) => b.selection.forgetNamespace(ns) });
+  books.register("status ledger", {
+    // The counts of the SyncConfigs that counted it change: their statuses are written again.
+    namespace: (ns) => b.ledger.forgetNamespace(ns).forEach((k) => schedule.markDirty(k)),
+    config: (k) => b.ledger.drop(k),
+  });
+  books.register("status schedule", { namespace: (ns) => schedule.finished(ns), config: (k) => schedule.forget(k) });
+  books.register("status retries", { config: (k) => b.statusWriter.forgetConfig(k) });
+  books.register("sync events", { config: (k) => b.syncEvents.forget(k) });
+  books.register("work retries", {
+    namespace: (ns) => b.workers.forgetNamespace(ns),
+    config: (k) => b.workers.forgetConfig(k),
+  });
+  books.register("item retries", {
+    namespace: (ns) => b.running().executor?.forgetNamespace(ns),
+    config: (k) => b.running().executor?.forgetConfig(k),
+  });
+  books.register("created index", { namespace: (ns) => b.running().caches?.forgetNamespace(ns) });
+  books.register("item gauges", {
+    config: (syncconfig) => {
+      for (const state of ["synchronized", "deleted", "failed"]) b.metrics.items.remove({ syncconfig, state });
+      b.metrics.invalid.remove({ syncconfig });
+    },
+  });
+}

@@ -1,0 +1,41 @@
+/**
+ * What one step of a namespace unit came to for the queue: one SyncConfig's items, the prune step, and the whole
+ * unit, which folds its steps with {@link foldSteps}. The counts a status adds up travel beside it as
+ * {@link Outcome} (lib/model/status.ts); what the queue does with a step is the retry policy's
+ * (lib/sync/retry_policy.ts, `afterUnit`).
+ */
+import type { ItemResult } from "./failures.ts";
+
+export interface Step {
+  /** Something was written: created, updated, deleted or pruned. */
+  wrote: boolean;
+  /** A transient failure: the namespace comes back with back-off. */
+  retry: boolean;
+  /** The namespace comes back after this long in any case (a fight's hold, a cache still listing, labels settling). */
+  retryInMs?: number;
+}
+
+export const NO_STEP: Step = { wrote: false, retry: false };
+
+/** The steps together: wrote or retry if any did, back after the shortest wait any asked for. */
+export function foldSteps(steps: Iterable<Step>): Step {
+  let out: Step = NO_STEP;
+  for (const s of steps) {
+    const waits = [out.retryInMs, s.retryInMs].filter((w) => w !== undefined);
+    out = {
+      wrote: out.wrote || s.wrote,
+      retry: out.retry || s.retry,
+      ...(waits.length ? { retryInMs: Math.min(...waits) } : {}),
+    };
+  }
+  return out;
+}
+
+/** What one item's result asks of its namespace's queue. */
+export function stepOf(r: ItemResult): Step {
+  const wrote = r.state === "deleted" || (r.state === "synced" && r.action !== "none");
+  // A terminal failure waits for a change (the next pass finds its attempt in the retry book: no request).
+  const retry = r.state === "failed" && !r.terminal;
+  const retryInMs = r.state === "synced" ? r.retryInMs : undefined;
+  return { wrote, retry, ...(retryInMs !== undefined ? { retryInMs } : {}) };
+}

@@ -1,0 +1,96 @@
+/**
+ * What a SyncConfig's change sets off (lib/controller/config_changes.ts), with recording fakes: compiled once per
+ * generation, the namespaces it selects queued, and a deleted one forgotten by every book in one call.
+ */
+import assert from "node:assert/strict";
+import { ConfigChanges } from "../../lib/controller/config_changes.ts";
+import { StatusLedger } from "../../lib/controller/status_ledger.ts";
+import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
+import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
+import { Registry } from "../../lib/model/registry.ts";
+import type { SyncConfig } from "../../lib/model/syncconfig.ts";
+
+function syncConfig(name: string, generation: number, matchNames: string[], deleting = false): SyncConfig {
+  return {
+    metadata: {
+      namespace: "espejo",
+      name,
+      generation,
+      uid: `uid-${name}`,
+      ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+    },
+    spec: {
+      namespaceSelector: { matchNames },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cm" } }],
+    },
+  };
+}
+
+const ns = (name: string, phase = "Active"): NamespaceInfo => ({ name, labels: {}, phase });
+
+function changes(namespaces: NamespaceInfo[]) {
+  const cache = new Map<string, SyncConfig>();
+  const registry = new Registry<NamespaceInfo>();
+  const ledger = new StatusLedger();
+  const schedule = new StatusSchedule();
+  const told: string[] = [];
+  const c = new ConfigChanges({
+    syncConfigs: { get: (k) => cache.get(k), values: () => cache.values() },
+    namespaces: { values: () => namespaces.values() },
+    registry,
+    ledger,
+    statusWriter: { schedule, kick: () => {} },
+    events: { emit: () => Promise.resolve() },
+    freshness: { changedEverywhere: () => void told.push("everything changed") },
+    enqueue: (item, trigger) => void told.push(`queued ${JSON.stringify(item)} ${trigger}`),
+    pruning: { observe: () => {}, settle: () => Promise.resolve({ retry: false }), enabled: () => false },
+    books: { configGone: (k) => void told.push(`forgotten ${k}`) },
+    running: () => ({ executor: { forgetConfig: (k) => void told.push(`retries of ${k} start over`) } }),
+  });
+  return { c, cache, registry, ledger, schedule, told };
+}
+
+Deno.test("ConfigChanges: a new SyncConfig is compiled once and queues the active namespaces it selects", async () => {
+  const t = changes([ns("team-a"), ns("team-b", "Terminating"), ns("other")]);
+  t.cache.set("espejo/x", syncConfig("x", 1, ["team-.*"]));
+  t.ledger.track("espejo/x");
+  t.ledger.record("espejo/x", "other", { synced: 1, deleted: 0, failed: 0, errors: [] });
+  const facts = await t.c.process("espejo/x");
+  assert.deepEqual(facts, { retry: false }, "its pruning settle's answer goes to the worker");
+  assert.equal(t.registry.get("espejo/x")?.result.ok, true);
+  assert.deepEqual(t.told, [
+    "retries of espejo/x start over",
+    "everything changed",
+    `queued {"kind":"namespace","name":"team-a"} syncconfig`,
+  ]);
+  assert.deepEqual([...t.ledger.outcomes("espejo/x")], [], "its counts where it no longer selects are gone");
+  assert.equal(t.schedule.pendingOf("espejo/x"), 1);
+  t.told.length = 0;
+  t.c.changed("espejo/x");
+  assert.deepEqual(t.told, [], "the same generation is not compiled again");
+});
+
+Deno.test("ConfigChanges: a deleted SyncConfig (or one being deleted) is forgotten by every book in one call", () => {
+  for (const deleting of [false, true]) {
+    const t = changes([]);
+    t.cache.set("espejo/x", syncConfig("x", 1, ["team-.*"]));
+    t.c.changed("espejo/x");
+    t.told.length = 0;
+    if (deleting) t.cache.set("espejo/x", syncConfig("x", 1, ["team-.*"], true));
+    else t.cache.delete("espejo/x");
+    t.c.changed("espejo/x");
+    assert.equal(t.registry.get("espejo/x"), undefined);
+    assert.deepEqual(t.told, ["everything changed", "forgotten espejo/x"], `deleting: ${deleting}`);
+  }
+});
+
+Deno.test("ConfigChanges.catchUp recompiles a SyncConfig whose change is not processed yet, and queues its work", () => {
+  const t = changes([]);
+  t.cache.set("espejo/x", syncConfig("x", 1, ["a"]));
+  t.c.changed("espejo/x");
+  t.cache.set("espejo/x", syncConfig("x", 2, ["b"]));
+  t.told.length = 0;
+  const registry = t.c.catchUp();
+  assert.equal(registry.get("espejo/x")?.generation, 2);
+  assert.ok(t.told.includes(`queued {"kind":"syncConfig","key":"espejo/x"} syncconfig`), t.told.join("\n"));
+});

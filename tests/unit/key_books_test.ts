@@ -1,0 +1,96 @@
+/**
+ * One lifecycle for per-key state (lib/controller/key_books.ts): every book the controller registers forgets a
+ * namespace or a SyncConfig that goes, in one call, and keeps what belongs to other keys.
+ */
+import assert from "node:assert/strict";
+import { Freshness } from "../../lib/controller/freshness.ts";
+import { type ControllerBooks, KeyBooks, registerBooks } from "../../lib/controller/key_books.ts";
+import { StatusLedger } from "../../lib/controller/status_ledger.ts";
+import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
+import { Metrics } from "../../lib/metrics/metrics.ts";
+
+Deno.test("KeyBooks: a namespace or SyncConfig that goes is one call every book hears; a name registers once", () => {
+  const heard: string[] = [];
+  const books = new KeyBooks();
+  books.register("a", { namespace: (n) => heard.push(`a ns ${n}`), config: (k) => heard.push(`a cfg ${k}`) });
+  books.register("b", { config: (k) => heard.push(`b cfg ${k}`) });
+  books.namespaceGone("team-a");
+  books.configGone("espejo/x");
+  assert.deepEqual(heard, ["a ns team-a", "a cfg espejo/x", "b cfg espejo/x"]);
+  assert.throws(() => books.register("a", {}), /registered twice/);
+});
+
+/** The controller's books as recording fakes: which part was told to forget what. */
+function recordingParts() {
+  const told: string[] = [];
+  const tell = (what: string) => (key: string) => void told.push(`${what} ${key}`);
+  const schedule = new StatusSchedule();
+  const parts: ControllerBooks = {
+    freshness: { forget: tell("freshness") },
+    selection: { forgetNamespace: tell("selection") },
+    ledger: { forgetNamespace: (ns) => (told.push(`ledger ${ns}`), []), drop: tell("ledger") },
+    statusWriter: { schedule, forgetConfig: tell("status retries") },
+    syncEvents: { forget: tell("sync events") },
+    workers: { forgetNamespace: tell("work retries"), forgetConfig: tell("work retries") },
+    running: () => ({
+      executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries") },
+      caches: { forgetNamespace: tell("created index") },
+    }),
+    metrics: new Metrics(),
+  };
+  return { parts, told };
+}
+
+Deno.test("registerBooks: every book of the controller hears a deleted namespace and a deleted SyncConfig", () => {
+  const { parts, told } = recordingParts();
+  const books = new KeyBooks();
+  registerBooks(books, parts);
+  books.namespaceGone("gone");
+  assert.deepEqual(told.splice(0).sort(), [
+    "created index gone",
+    "freshness gone",
+    "item retries gone",
+    "ledger gone",
+    "selection gone",
+    "work retries gone",
+  ]);
+  books.configGone("espejo/gone");
+  assert.deepEqual(told.sort(), [
+    "item retries espejo/gone",
+    "ledger espejo/gone",
+    "status retries espejo/gone",
+    "sync events espejo/gone",
+    "work retries espejo/gone",
+  ]);
+});
+
+Deno.test("registerBooks: the real books hold nothing of a deleted key afterwards, and keep the others", () => {
+  const freshness = new Freshness(600_000);
+  const ledger = new StatusLedger();
+  const schedule = new StatusSchedule();
+  const metrics = new Metrics();
+  const { parts } = recordingParts();
+  const books = new KeyBooks();
+  registerBooks(books, { ...parts, freshness, ledger, statusWriter: { ...parts.statusWriter, schedule }, metrics });
+  const outcome = { synced: 1, deleted: 0, failed: 0, errors: [] };
+  for (const ns of ["gone", "kept"]) {
+    freshness.synced(ns, freshness.begin(), true, Date.now());
+    for (const cfg of ["espejo/gone", "espejo/kept"]) {
+      ledger.track(cfg);
+      ledger.record(cfg, ns, outcome);
+      schedule.queued([cfg], ns);
+    }
+  }
+  for (const cfg of ["espejo/gone", "espejo/kept"]) metrics.invalid.set({ syncconfig: cfg }, 0);
+  books.namespaceGone("gone");
+  books.configGone("espejo/gone");
+  assert.equal(freshness.isFresh("gone", Date.now()), false);
+  assert.equal(freshness.isFresh("kept", Date.now()), true);
+  assert.equal(ledger.counts("gone"), false);
+  assert.deepEqual([...ledger.outcomes("espejo/gone")], []);
+  assert.deepEqual([...ledger.outcomes("espejo/kept")], [outcome], "kept only where it still counts");
+  assert.equal(schedule.pendingOf("espejo/gone"), 0);
+  assert.equal(schedule.pendingOf("espejo/kept"), 1, "its unit of the kept namespace is still pending");
+  const gauges = metrics.registry.values("espejo_syncconfig_invalid").map((v) => v.labels.syncconfig);
+  assert.deepEqual(gauges, ["espejo/kept"]);
+});

@@ -1,0 +1,123 @@
+/**
+ * The unit of work (lib/controller/namespace_unit.ts) with recording fakes: it returns what it came to (each
+ * SyncConfig's counts, what it wrote, whether and when to come back) and decides contradicting items once.
+ */
+import assert from "node:assert/strict";
+import { NamespaceUnit } from "../../lib/controller/namespace_unit.ts";
+import { Registry } from "../../lib/model/registry.ts";
+import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
+import type { SyncConfig } from "../../lib/model/syncconfig.ts";
+import type { ItemResult } from "../../lib/sync/failures.ts";
+import type { Step } from "../../lib/sync/step.ts";
+
+const NS: NamespaceInfo = { name: "team-a", labels: { team: "a" }, phase: "Active" };
+
+function syncConfig(name: string, spec: Record<string, unknown>, generation = 1): SyncConfig {
+  return { metadata: { namespace: "espejo", name, generation, uid: name }, spec } as SyncConfig;
+}
+
+const cm = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: {} });
+const selectsTeamA = { labelSelector: { matchLabels: { team: "a" } } };
+
+function unit(
+  configs: SyncConfig[],
+  answer: (item: string) => ItemResult,
+  pruned: Step = { wrote: false, retry: false },
+) {
+  const registry = new Registry<NamespaceInfo>();
+  for (const sc of configs) registry.compile(`espejo/${sc.metadata!.name}`, sc);
+  const calls: string[] = [];
+  const changes: string[] = [];
+  const item = (cfgKey: string, list: string, name: string) => {
+    calls.push(`${cfgKey} ${list} ${name}`);
+    return Promise.resolve(answer(name));
+  };
+  const u = new NamespaceUnit({
+    namespaces: { get: (name) => name === NS.name ? NS : undefined },
+    configs: { catchUp: () => registry },
+    syncEvents: { recordChange: (k, a, ns) => changes.push(`${k} ${a} ${ns}`) },
+    executor: () => ({
+      syncItem: (ref, i) => item(ref.cfg.key, "sync", i.name),
+      deleteItem: (ref, i) => item(ref.cfg.key, "delete", i.name),
+    }),
+    pruning: {
+      decide: () => Promise.resolve({ plans: [], listing: false, deleting: [] }),
+      pruneNamespace: () => Promise.resolve(pruned),
+    },
+  });
+  return { u, calls, changes, registry };
+}
+
+Deno.test("NamespaceUnit.run returns each selecting SyncConfig's counts and the SyncConfigs that do not select it", async () => {
+  const { u, changes } = unit([
+    syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one"), cm("two")] }),
+    syncConfig("other", { namespaceSelector: { matchNames: ["team-b"] }, syncItems: [cm("x")] }),
+  ], (name) => name === "one" ? { state: "synced", action: "create" } : { state: "synced", action: "none" });
+  const r = await u.run("team-a");
+  assert.deepEqual(r.configs.map((c) => [c.cfgKey, c.outcome]), [
+    ["espejo/a", { synced: 2, deleted: 0, failed: 0, errors: [] }],
+  ]);
+  assert.deepEqual(r.unselected, ["espejo/other"]);
+  assert.deepEqual({ wrote: r.wrote, retry: r.retry, failed: r.failed, retryInMs: r.retryInMs }, {
+    wrote: true,
+    retry: false,
+    failed: false,
+    retryInMs: undefined,
+  });
+  assert.deepEqual(changes, ["espejo/a create team-a"]);
+});
+
+Deno.test("NamespaceUnit.run folds the prune step's wait and the items' transient failures", async () => {
+  const { u } = unit(
+    [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one")] })],
+    () => ({ state: "failed", message: "m", terminal: false }),
+    { wrote: true, retry: false, retryInMs: 5000 },
+  );
+  const r = await u.run("team-a");
+  assert.deepEqual({ wrote: r.wrote, retry: r.retry, failed: r.failed, retryInMs: r.retryInMs }, {
+    wrote: true,
+    retry: true,
+    failed: true,
+    retryInMs: 5000,
+  });
+});
+
+Deno.test("NamespaceUnit.run performs neither of two contradicting items and reports both", async () => {
+  const { u, calls } = unit([
+    syncConfig("deny", {
+      namespaceSelector: selectsTeamA,
+      deleteItems: [{ apiVersion: "v1", kind: "ConfigMap", name: "shared" }],
+    }),
+    syncConfig("sync", { namespaceSelector: selectsTeamA, syncItems: [cm("mine"), cm("shared")] }),
+  ], () => ({ state: "synced", action: "none" }));
+  const r = await u.run("team-a");
+  assert.deepEqual(calls, ["espejo/sync sync mine"], "nothing is sent for the contested object");
+  const byKey = Object.fromEntries(r.configs.map((c) => [c.cfgKey, c.outcome]));
+  assert.equal(byKey["espejo/deny"].failed, 1);
+  assert.match(
+    byKey["espejo/deny"].errors[0],
+    /^SyncConfig espejo\/deny: \.spec\.deleteItems\[0\] \(ConfigMap shared\) in namespace team-a: contradicts \.spec\.syncItems\[1\] of SyncConfig espejo\/sync/,
+  );
+  assert.deepEqual([byKey["espejo/sync"].synced, byKey["espejo/sync"].failed], [1, 1]);
+  assert.match(
+    byKey["espejo/sync"].errors[0],
+    /contradicts \.spec\.deleteItems\[0\] of SyncConfig espejo\/deny, which deletes/,
+  );
+  assert.equal(r.retry, false, "terminal: nothing brings the namespace back until a SyncConfig changes");
+  assert.equal(r.wrote, false);
+});
+
+Deno.test("NamespaceUnit.run leaves out a SyncConfig changed while it ran: its counts belong to the new generation", async () => {
+  const configs = [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one")] })];
+  const edited: { registry?: Registry<NamespaceInfo> } = {};
+  const made = unit(configs, () => {
+    edited.registry!.compile(
+      "espejo/a",
+      syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("two")] }, 2),
+    );
+    return { state: "synced", action: "none" };
+  });
+  edited.registry = made.registry;
+  const r = await made.u.run("team-a");
+  assert.deepEqual(r.configs, []);
+});

@@ -1,0 +1,103 @@
+/**
+ * The workers (lib/controller/worker.ts) with recording fakes: the books of a finished unit are kept in one place,
+ * and every kind of work comes back by one retry policy.
+ */
+import assert from "node:assert/strict";
+import { Freshness } from "../../lib/controller/freshness.ts";
+import type { UnitResult } from "../../lib/controller/namespace_unit.ts";
+import { PassTracker } from "../../lib/controller/pass.ts";
+import { StatusLedger } from "../../lib/controller/status_ledger.ts";
+import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
+import { Workers } from "../../lib/controller/worker.ts";
+import type { Trigger } from "../../lib/controller/work_items.ts";
+import { Metrics } from "../../lib/metrics/metrics.ts";
+import type { WorkFacts } from "../../lib/sync/retry_policy.ts";
+
+type Work = UnitResult | WorkFacts | Error;
+
+/** Workers over a queue that hands out `keys` once, then stops; each key's work answers from `answers`. */
+async function runWorkers(keys: [string, Trigger][], answers: Record<string, Work>) {
+  const todo = [...keys];
+  const requeued: string[] = [];
+  const done: string[] = [];
+  const ledger = new StatusLedger();
+  ledger.track("espejo/a");
+  const freshness = new Freshness(600_000);
+  const metrics = new Metrics();
+  const answer = <T>(key: string): Promise<T> => {
+    const a = answers[key];
+    return a instanceof Error ? Promise.reject(a) : Promise.resolve(a as T);
+  };
+  const workers = new Workers({
+    queue: {
+      get: () => {
+        const next = todo.shift();
+        return Promise.resolve(next && { key: next[0], priority: 0, tag: next[1], waitedMs: 0 });
+      },
+      done: (key) => done.push(key),
+      addAfter: (key, priority, ms, tag) => requeued.push(`${key} p${priority} ${tag} ${ms <= 1200 ? "<=1.2s" : ms}`),
+    },
+    units: { run: (name) => answer(`ns/${name}`) },
+    configs: { process: (key) => answer(`cfg/${key}`) },
+    pruning: { settle: (key) => answer(`prune/${key}`) },
+    ledger,
+    statusWriter: { schedule: new StatusSchedule(), kick: () => {} },
+    freshness,
+    pass: new PassTracker(() => {}),
+    metrics,
+  });
+  await workers.run(1);
+  const syncs = metrics.registry.values("espejo_syncs_total").map((v) => `${v.labels.trigger} ${v.labels.result}`);
+  return { requeued, done, ledger, freshness, syncs };
+}
+
+const unitResult = (o: Partial<UnitResult> = {}): UnitResult => ({
+  wrote: false,
+  retry: false,
+  failed: false,
+  configs: [],
+  unselected: [],
+  ...o,
+});
+
+Deno.test("Workers: a unit's counts go into the ledger, and a unit that did nothing makes its namespace fresh", async () => {
+  const outcome = { synced: 2, deleted: 0, failed: 0, errors: [] };
+  const r = await runWorkers([["ns/team-a", "namespace"]], {
+    "ns/team-a": unitResult({ configs: [{ cfgKey: "espejo/a", outcome, details: [] }] }),
+  });
+  assert.deepEqual([...r.ledger.outcomes("espejo/a")], [outcome]);
+  assert.equal(r.freshness.isFresh("team-a", Date.now()), true);
+  assert.deepEqual(r.requeued, []);
+  assert.deepEqual(r.done, ["ns/team-a"]);
+  assert.deepEqual(r.syncs, ["namespace success"]);
+});
+
+Deno.test("Workers: every kind of work comes back by the one retry policy", async () => {
+  const r = await runWorkers([
+    ["ns/held", "namespace"],
+    ["ns/transient", "interval"],
+    ["ns/bug", "namespace"],
+    ["cfg/espejo/bug", "syncconfig"],
+    ["cfg/espejo/settling", "syncconfig"],
+    ["prune/espejo/left", "syncconfig"],
+  ], {
+    "ns/held": unitResult({ retryInMs: 3000 }),
+    "ns/transient": unitResult({ retry: true, failed: true }),
+    "ns/bug": new Error("boom"),
+    "cfg/espejo/bug": new Error("boom"),
+    "cfg/espejo/settling": { retry: true, baseMs: 1000 },
+    "prune/espejo/left": { retry: true, baseMs: 5000 },
+  });
+  assert.deepEqual(r.requeued, [
+    "ns/held p0 retry 3000",
+    "ns/transient p0 retry <=1.2s",
+    "ns/bug p0 retry <=1.2s",
+    "cfg/espejo/bug p0 retry <=1.2s",
+    "cfg/espejo/settling p0 retry <=1.2s",
+    `prune/espejo/left p0 retry ${r.requeued[5].split(" ").pop()}`,
+  ]);
+  const relook = Number(r.requeued[5].split(" ").pop());
+  assert.ok(relook >= 4000 && relook <= 6000, `the pruning look backs off from its own 5 s: ${relook}`);
+  assert.deepEqual(r.syncs.sort(), ["interval failed", "namespace failed", "namespace success"]);
+  assert.equal(r.freshness.isFresh("held", Date.now()), false, "a unit that must come back is not fresh");
+});
