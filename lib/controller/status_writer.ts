@@ -105,7 +105,10 @@ export class StatusWriter {
       this.deps.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
       this.deps.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
       this.deps.metrics.invalid.set({ syncconfig: key }, entry.result.ok ? 0 : 1);
-      if (!statusChanged(sc.status as SyncConfigStatus | undefined, next)) continue;
+      if (!statusChanged(sc.status as SyncConfigStatus | undefined, next)) {
+        this.#retries.succeeded(key); // the status stands as it should: a later failure backs off from the start
+        continue;
+      }
       let written = await this.#patch(key, sc, next);
       if (written === "conflict") {
         // Someone else wrote the SyncConfig since it was cached (the watch lags): computed again from a copy read

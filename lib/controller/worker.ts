@@ -103,7 +103,11 @@ export class Workers {
     if (item.kind === "namespace") return await this.#unit(item.name, trigger);
     try {
       if (item.kind === "pruning") return await this.d.pruning.settle(item.key);
-      return await this.d.configs.process(item.key);
+      const settled = await this.d.configs.process(item.key);
+      // What a SyncConfig's item leaves to try again is its pruning's settle (a finalizer patch): pruning's own item
+      // retries it, where retrying this one would queue every namespace the SyncConfig selects again.
+      this.#requeue({ kind: "pruning", key: item.key }, settled);
+      return { retry: false };
     } catch (e) {
       log.error("Unexpected error while processing {key}: {error}", { key: workKey(item), error: String(e) });
       return FAILED;
