@@ -43,8 +43,8 @@ export interface ConfigChangesDeps {
 }
 
 export class ConfigChanges {
-  /** SyncConfigs (by uid) already warned about templated deleteItems. */
-  readonly #warnedTemplates = new Set<string>();
+  /** By SyncConfig key: the uid of it that was warned about templated deleteItems (once per uid and process). */
+  readonly #warnedTemplates = new Map<string, string>();
 
   constructor(private readonly d: ConfigChangesDeps) {}
 
@@ -167,6 +167,11 @@ export class ConfigChanges {
     }
   }
 
+  /** The SyncConfig went: a new one under its key is warned again (see {@link #warnTemplatedDeletes}). */
+  forgetConfig(cfgKey: string): void {
+    this.#warnedTemplates.delete(cfgKey);
+  }
+
   /**
    * A compiled SyncConfig came, changed or went: selection, the item index and the caches follow. A kind no item
    * names any more keeps its cache while a SyncConfig with pruning on created objects of it (they are pruned).
@@ -187,10 +192,10 @@ export class ConfigChanges {
    * in the log and as an Event on the SyncConfig.
    */
   #warnTemplatedDeletes(sc: SyncConfig, config: CompiledSyncConfig): void {
-    if (this.#warnedTemplates.has(config.uid)) return;
+    if (this.#warnedTemplates.get(config.key) === config.uid) return;
     const templated = config.deleteItems.filter((d) => !d.problem && d.name.includes(PROJECT_NAME_PLACEHOLDER));
     if (!templated.length) return;
-    this.#warnedTemplates.add(config.uid);
+    this.#warnedTemplates.set(config.key, config.uid);
     const fields = templated.map((d) => `.spec.deleteItems[${d.index}] (${d.kind} ${d.name})`).join(", ");
     const message = `SyncConfig ${config.key}: ${fields}: \${PROJECT_NAME} is replaced by each namespace's name, so ` +
       "these objects are deleted in every selected namespace; the Go espejo deleted the name as written (a no-op)";

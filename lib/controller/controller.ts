@@ -144,6 +144,7 @@ export class Controller {
       ledger: this.#ledger,
       statusWriter: this.#statusWriter,
       syncEvents,
+      configs: this.#configs,
       workers: this.#workers,
       running: () => ({ executor: this.#executor, caches: this.#caches }),
       metrics,

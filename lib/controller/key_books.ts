@@ -6,6 +6,7 @@
  */
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Executor } from "../sync/executor.ts";
+import type { ConfigChanges } from "./config_changes.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { Freshness } from "./freshness.ts";
 import type { Registry } from "../model/registry.ts";
@@ -57,6 +58,7 @@ export interface ControllerBooks {
   ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
   statusWriter: Pick<StatusWriter, "schedule" | "forgetConfig">;
   syncEvents: Pick<SyncEvents, "forget">;
+  configs: Pick<ConfigChanges, "forgetConfig">;
   workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
   /** Made when the controller runs: until then they hold nothing. */
   running: () => {
@@ -79,11 +81,12 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
   books.register("status schedule", { namespace: (ns) => schedule.finished(ns), config: (k) => schedule.forget(k) });
   books.register("status retries", { config: (k) => b.statusWriter.forgetConfig(k) });
   books.register("sync events", { config: (k) => b.syncEvents.forget(k) });
+  books.register("templated deleteItems warnings", { config: (k) => b.configs.forgetConfig(k) });
   books.register("work retries", {
     namespace: (ns) => b.workers.forgetNamespace(ns),
     config: (k) => b.workers.forgetConfig(k),
   });
-  books.register("item retries", {
+  books.register("item retries and what the server adds", {
     namespace: (ns) => b.running().executor?.forgetNamespace(ns),
     config: (k) => b.running().executor?.forgetConfig(k),
   });

@@ -10,6 +10,7 @@ import type { Reflector } from "../kube/reflector.ts";
 import { Discovery, namespacedOnly, objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { extrasHash } from "../model/drift.ts";
+import { ServerAdds } from "./server_adds.ts";
 import { FightBook } from "./fights.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
@@ -59,14 +60,12 @@ export interface ExecutorHooks {
   maxFightDelayMs?: number;
 }
 
-const MAX_LEARNT = 100_000;
-
 export class Executor {
   readonly #fights: FightBook;
   /** Failed writes and deletes by SyncConfig, item and namespace (see lib/sync/retry_book.ts). */
   readonly #retries = new RetryBook<ItemResult>();
-  /** By item (SyncConfig, generation, index): what the server added to our last write of it (lib/model/drift.ts). */
-  readonly #serverAdds = new Map<string, string>();
+  /** By item: what the server added to our last write of it (see lib/sync/server_adds.ts). */
+  readonly #serverAdds = new ServerAdds();
   /** Items whose first unexplained object is being written (see syncItem). */
   readonly #learning = new Map<string, Promise<void>>();
   readonly #applier: Applier;
@@ -222,11 +221,13 @@ export class Executor {
     return result;
   }
 
-  /** The SyncConfig went or changed generation, or the namespace went: its retries start over. */
+  /** The SyncConfig went or changed generation: its retries start over, and what its items learnt goes. */
   forgetConfig(cfgKey: string): void {
     this.#retries.forgetConfig(cfgKey);
+    this.#serverAdds.forgetConfig(cfgKey);
   }
 
+  /** The namespace went: its retries start over. */
   forgetNamespace(namespace: string): void {
     this.#retries.forgetNamespace(namespace);
   }
@@ -261,10 +262,7 @@ export class Executor {
     if (hash && stored && stored.resourceVersion === written.metadata?.resourceVersion) {
       acceptWritten(stored, written, hash);
     }
-    if (!this.#serverAdds.has(itemKey)) {
-      if (this.#serverAdds.size >= MAX_LEARNT) this.#serverAdds.delete(this.#serverAdds.keys().next().value!);
-      this.#serverAdds.set(itemKey, extrasHash(t.desired, written));
-    }
+    this.#serverAdds.learn(itemKey, () => extrasHash(t.desired, written));
   }
 
   /** A restore was tried (written or refused): one move of the fight over the object. */

@@ -40,7 +40,7 @@ function changes(namespaces: NamespaceInfo[]) {
     registry,
     ledger,
     statusWriter: { schedule, kick: () => {} },
-    events: { emit: () => Promise.resolve() },
+    events: { emit: (_ref, _type, reason) => (told.push(`event ${reason}`), Promise.resolve()) },
     freshness: { changedEverywhere: () => void told.push("everything changed") },
     enqueue: (item, trigger) => void told.push(`queued ${JSON.stringify(item)} ${trigger}`),
     pruning: { observe: () => {}, settle: () => Promise.resolve({ retry: false }), enabled: () => false },
@@ -93,4 +93,23 @@ Deno.test("ConfigChanges.catchUp recompiles a SyncConfig whose change is not pro
   const registry = t.c.catchUp();
   assert.equal(registry.get("espejo/x")?.generation, 2);
   assert.ok(t.told.includes(`queued {"kind":"syncConfig","key":"espejo/x"} syncconfig`), t.told.join("\n"));
+});
+
+Deno.test("ConfigChanges warns about templated deleteItems once per SyncConfig, again once it was forgotten", () => {
+  const t = changes([]);
+  const templated = (generation: number) => {
+    const sc = syncConfig("x", generation, ["team-.*"]);
+    sc.spec!.deleteItems = [{ apiVersion: "v1", kind: "ConfigMap", name: "old-${PROJECT_NAME}" }];
+    return sc;
+  };
+  const warnings = () => t.told.filter((w) => w === "event TemplatedDeleteItems").length;
+  t.cache.set("espejo/x", templated(1));
+  t.c.changed("espejo/x");
+  t.cache.set("espejo/x", templated(2));
+  t.c.changed("espejo/x");
+  assert.equal(warnings(), 1, "a new generation of the same SyncConfig is not warned again");
+  t.c.forgetConfig("espejo/x"); // what the book of per-SyncConfig state calls when it goes (key_books.ts)
+  t.cache.set("espejo/x", templated(3));
+  t.c.changed("espejo/x");
+  assert.equal(warnings(), 2);
 });

@@ -31,9 +31,10 @@ function recordingParts() {
     ledger: { forgetNamespace: (ns) => (told.push(`ledger ${ns}`), []), drop: tell("ledger") },
     statusWriter: { schedule, forgetConfig: tell("status retries") },
     syncEvents: { forget: tell("sync events") },
+    configs: { forgetConfig: tell("templated deleteItems warnings") },
     workers: { forgetNamespace: tell("work retries"), forgetConfig: tell("work retries") },
     running: () => ({
-      executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries") },
+      executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
       caches: { forgetNamespace: tell("created index") },
     }),
     metrics: new Metrics(),
@@ -56,10 +57,11 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
   ]);
   books.configGone("espejo/gone");
   assert.deepEqual(told.sort(), [
-    "item retries espejo/gone",
+    "item retries and server adds espejo/gone",
     "ledger espejo/gone",
     "status retries espejo/gone",
     "sync events espejo/gone",
+    "templated deleteItems warnings espejo/gone",
     "work retries espejo/gone",
   ]);
 });
