@@ -28,7 +28,7 @@ export interface ConfigChangesDeps {
   namespaces: Pick<Reflector<NamespaceInfo>, "values">;
   registry: Registry<NamespaceInfo>;
   ledger: StatusLedger;
-  statusWriter: Pick<StatusWriter, "schedule" | "kick">;
+  statusWriter: Pick<StatusWriter, "compiled" | "changed" | "queued" | "queueing" | "queuedAll">;
   events: Pick<EventRecorder, "emit">;
   freshness: Pick<Freshness, "changedEverywhere">;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
@@ -65,7 +65,7 @@ export class ConfigChanges {
   noticed(key: string): void {
     try {
       this.changed(key);
-      if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.schedule.queueing(key, true);
+      if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.queueing(key);
     } catch (e) {
       log.error("Unexpected error while compiling {key}: {error}", { key, error: String(e) });
     }
@@ -106,13 +106,9 @@ export class ConfigChanges {
         this.#warnTemplatedDeletes(sc, result.config);
       }
     }
-    statusWriter.schedule.markDirty(key);
-    statusWriter.kick();
+    statusWriter.compiled(key, entry.result.ok);
     if (entry.result.ok) ledger.track(key);
-    else {
-      ledger.drop(key);
-      statusWriter.schedule.dropWork(key); // its Invalid condition does not wait for its own earlier burst
-    }
+    else ledger.drop(key);
   }
 
   /**
@@ -141,16 +137,15 @@ export class ConfigChanges {
    * every few hundred namespaces: selection over thousands of them must not hold up watches and other units.
    */
   async enqueueSelected(key: string): Promise<void> {
-    const { registry, ledger, statusWriter } = this.d;
-    const status = statusWriter.schedule;
+    const { registry, ledger, statusWriter: status } = this.d;
     const entry = registry.get(key);
     if (!entry?.result.ok) {
-      status.queueing(key, false); // nothing to queue (see noticed)
+      status.queuedAll(key); // nothing to queue (see noticed)
       return;
     }
     const { config } = entry.result;
     let n = 0;
-    status.queueing(key, true);
+    status.queueing(key);
     try {
       for (const ns of [...this.d.namespaces.values()]) {
         if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -158,12 +153,11 @@ export class ConfigChanges {
         if (ns.phase === "Active" && config.selector.selects(ns)) {
           status.queued([key], ns.name);
           this.d.enqueue({ kind: "namespace", name: ns.name }, "syncconfig");
-        } else if (ledger.remove(key, ns.name)) status.markDirty(key);
+        } else if (ledger.remove(key, ns.name)) status.changed(key);
       }
     } finally {
       // A newer generation compiled meanwhile is marked by its own watch callback and cleared by its own run.
-      if (registry.get(key) === entry) status.queueing(key, false);
-      statusWriter.kick();
+      if (registry.get(key) === entry) status.queuedAll(key);
     }
   }
 

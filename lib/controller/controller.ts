@@ -231,7 +231,7 @@ export class Controller {
         if (!this.#targetedByAny(ns)) continue;
         if (this.#freshness.isFresh(ns.name, now)) unchanged++;
         else {
-          this.#statusWriter.schedule.queued(this.#compiled.selecting(ns), ns.name);
+          this.#statusWriter.queued(this.#compiled.selecting(ns), ns.name);
           this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
           yield ns.name;
         }
@@ -239,14 +239,12 @@ export class Controller {
     }.bind(this));
     if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
     // Caches pick up what watches missed, but a status must be refreshed after a pass too.
-    for (const key of this.#compiled.keys()) this.#statusWriter.schedule.markDirty(key);
-    this.#statusWriter.kick();
+    for (const key of this.#compiled.keys()) this.#statusWriter.changed(key);
   }
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
-      this.#books.namespaceGone(ns.name);
-      this.#statusWriter.kick();
+      this.#books.namespaceGone(ns.name); // the status writer's book writes what that changed
       return;
     }
     // Only what selection depends on matters; an annotation change costs nothing.
@@ -261,7 +259,7 @@ export class Controller {
     // A namespace no SyncConfig selects or counted before has nothing to sync (a SyncConfig that changes queues
     // what it selects itself).
     if (ns && !this.#targetedByAny(ns)) return;
-    if (ns) this.#statusWriter.schedule.queued(this.#compiled.selecting(ns), name);
+    if (ns) this.#statusWriter.queued(this.#compiled.selecting(ns), name);
     this.#enqueue({ kind: "namespace", name }, "namespace");
   }
 

@@ -1,6 +1,6 @@
 /**
  * One lifecycle for per-key state. Every book that keeps something per namespace or per SyncConfig (retries,
- * counts, freshness, selection, status schedule, Events, gauges) registers here once, with how it forgets; a
+ * counts, freshness, selection, status writes, Events, gauges) registers here once, with how it forgets; a
  * namespace or a SyncConfig that goes is then one call that every book hears, as client-go's `Forget` and an
  * informer's `Store.Delete` are. A book that is not registered leaks, which tests/unit/key_books_test.ts guards.
  */
@@ -56,7 +56,7 @@ export interface ControllerBooks {
   freshness: Pick<Freshness, "forget">;
   selection: Pick<Registry<NamespaceInfo>, "forgetNamespace">;
   ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
-  statusWriter: Pick<StatusWriter, "schedule" | "forgetConfig">;
+  statusWriter: Pick<StatusWriter, "changed" | "finished" | "forgetConfig">;
   syncEvents: Pick<SyncEvents, "forget">;
   configs: Pick<ConfigChanges, "forgetConfig">;
   workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
@@ -70,16 +70,17 @@ export interface ControllerBooks {
 
 /** Registers every book of the controller, in one place. */
 export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
-  const schedule = b.statusWriter.schedule;
   books.register("freshness", { namespace: (ns) => b.freshness.forget(ns) });
   books.register("selection", { namespace: (ns) => b.selection.forgetNamespace(ns) });
   books.register("status ledger", {
     // The counts of the SyncConfigs that counted it change: their statuses are written again.
-    namespace: (ns) => b.ledger.forgetNamespace(ns).forEach((k) => schedule.markDirty(k)),
+    namespace: (ns) => b.ledger.forgetNamespace(ns).forEach((k) => b.statusWriter.changed(k)),
     config: (k) => b.ledger.drop(k),
   });
-  books.register("status schedule", { namespace: (ns) => schedule.finished(ns), config: (k) => schedule.forget(k) });
-  books.register("status retries", { config: (k) => b.statusWriter.forgetConfig(k) });
+  books.register("status writer", {
+    namespace: (ns) => b.statusWriter.finished(ns),
+    config: (k) => b.statusWriter.forgetConfig(k),
+  });
   books.register("sync events", { config: (k) => b.syncEvents.forget(k) });
   books.register("templated deleteItems warnings", { config: (k) => b.configs.forgetConfig(k) });
   books.register("work retries", {

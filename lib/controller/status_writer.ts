@@ -42,7 +42,8 @@ export interface StatusDeps {
 }
 
 export class StatusWriter {
-  readonly schedule = new StatusSchedule();
+  /** When each status may be written; the callers say what happened (the methods below), not when to write. */
+  readonly #schedule = new StatusSchedule();
   #wanted = false;
   #wake?: () => void;
   /** Status writes that failed in a row, by SyncConfig, for their back-off (lib/sync/retry_policy.ts). */
@@ -50,9 +51,52 @@ export class StatusWriter {
 
   constructor(private readonly deps: StatusDeps) {}
 
-  /** The SyncConfig went: its failed writes in a row are forgotten. */
+  /** `namespace` was queued as work of each of `cfgKeys`: their statuses wait for its unit. */
+  queued(cfgKeys: Iterable<string>, namespace: string): void {
+    this.#schedule.queued(cfgKeys, namespace);
+  }
+
+  /** A unit of `namespace` finished, or the namespace went: it is no SyncConfig's pending work any more. */
+  finished(namespace: string): void {
+    this.#schedule.finished(namespace);
+    this.kick();
+  }
+
+  /** What the status of `cfgKey` shows may have changed (its counts somewhere, an interval pass): it is written. */
+  changed(cfgKey: string): void {
+    this.#schedule.markDirty(cfgKey);
+    this.kick();
+  }
+
+  /**
+   * The SyncConfig was compiled (a new generation, or it came): its status is written. An invalid one's queued work
+   * no longer counts (its namespaces sync nothing for it), so its Invalid condition waits for none of it.
+   */
+  compiled(cfgKey: string, valid: boolean): void {
+    this.changed(cfgKey);
+    if (!valid) this.#schedule.dropWork(cfgKey);
+  }
+
+  /** The namespaces `cfgKey` selects are being queued: its status waits until they all are (see {@link queuedAll}). */
+  queueing(cfgKey: string): void {
+    this.#schedule.queueing(cfgKey, true);
+  }
+
+  /** Every namespace `cfgKey` selects is queued (or none is to be): its status waits for their units only. */
+  queuedAll(cfgKey: string): void {
+    this.#schedule.queueing(cfgKey, false);
+    this.kick();
+  }
+
+  /** The SyncConfig went: nothing of it is pending or dirty, and its failed writes in a row are forgotten. */
   forgetConfig(cfgKey: string): void {
+    this.#schedule.forget(cfgKey);
     this.#retries.forgetConfig(cfgKey);
+  }
+
+  /** Namespaces still pending for `cfgKey` (for tests). */
+  pendingOf(cfgKey: string): number {
+    return this.#schedule.pendingOf(cfgKey);
   }
 
   /** Asks for a flush of the statuses that are ready (cheap; any number of calls become one flush). */
@@ -70,7 +114,7 @@ export class StatusWriter {
       if (!this.#wanted) {
         // Woken by a kick, or when a status held back (by its SyncConfig's ongoing work, or by the gap after its last
         // write) is due.
-        const dueMs = this.schedule.untilNextDueMs();
+        const dueMs = this.#schedule.untilNextDueMs();
         let timer: ReturnType<typeof setTimeout> | undefined;
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
@@ -93,7 +137,7 @@ export class StatusWriter {
 
   /** Writes the status of every SyncConfig whose outcome changed, and only if it differs from what is stored. */
   async #flushStatus(): Promise<void> {
-    const keys = this.schedule.takeReady();
+    const keys = this.#schedule.takeReady();
     const now = (this.deps.now?.() ?? new Date()).toISOString().replace(/\.\d+Z$/, "Z");
     for (const key of keys) {
       const sc = this.deps.syncConfigs.get(key);
@@ -124,7 +168,7 @@ export class StatusWriter {
       if (decision.kind !== "backoff") this.#retries.succeeded(key);
       else {
         // Due again after the back-off: the writer's own wait for the next due status is the timer.
-        this.schedule.retryAfter(
+        this.#schedule.retryAfter(
           key,
           this.#retries.failed(key, "", undefined, false, { cfgKey: key }, decision.baseMs),
         );

@@ -1,7 +1,7 @@
 /**
  * The workers: each takes the most urgent key from the queue, runs its work (a namespace unit, a SyncConfig change,
  * a SyncConfig's pruning bookkeeping), and then, in one place, keeps the books of what it came to: the status
- * ledger (a failure logged when it first appears), the status schedule, freshness, the metrics and the pass; and
+ * ledger (a failure logged when it first appears), the status writer, freshness, the metrics and the pass; and
  * asks the retry policy (lib/sync/retry_policy.ts, `afterWork`) whether and when the key comes back, which the
  * queue's timers perform. An exception is a transient failure like any other.
  */
@@ -28,7 +28,7 @@ export interface WorkerDeps {
   configs: Pick<ConfigChanges, "process">;
   pruning: Pick<Pruning, "settle">;
   ledger: StatusLedger;
-  statusWriter: Pick<StatusWriter, "schedule" | "kick">;
+  statusWriter: Pick<StatusWriter, "changed" | "finished">;
   freshness: Freshness;
   pass: PassTracker;
   metrics: Metrics;
@@ -125,8 +125,7 @@ export class Workers {
       log.error("Unexpected error while processing {key}: {error}", { key: `ns/${name}`, error: String(e) });
     }
     const { ledger, statusWriter, metrics } = this.d;
-    const status = statusWriter.schedule;
-    for (const cfgKey of result?.unselected ?? []) if (ledger.remove(cfgKey, name)) status.markDirty(cfgKey);
+    for (const cfgKey of result?.unselected ?? []) if (ledger.remove(cfgKey, name)) statusWriter.changed(cfgKey);
     for (const { cfgKey, outcome, details } of result?.configs ?? []) {
       const { changed, before } = ledger.record(cfgKey, name, outcome);
       if (!changed) continue;
@@ -136,10 +135,9 @@ export class Workers {
         const { message, fields } = details[j];
         log.error("{message}", { syncConfig: cfgKey, namespace: name, ...fields, message });
       });
-      status.markDirty(cfgKey);
+      statusWriter.changed(cfgKey);
     }
-    status.finished(name);
-    statusWriter.kick();
+    statusWriter.finished(name);
     const failed = !result || result.failed;
     const facts = result ?? FAILED;
     const noop = !failed && !facts.retry && facts.retryInMs === undefined && !result?.wrote;

@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { ConfigChanges } from "../../lib/controller/config_changes.ts";
 import { StatusLedger } from "../../lib/controller/status_ledger.ts";
-import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
 import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
 import { Registry } from "../../lib/model/registry.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
@@ -32,14 +31,21 @@ function changes(namespaces: NamespaceInfo[]) {
   const cache = new Map<string, SyncConfig>();
   const registry = new Registry<NamespaceInfo>();
   const ledger = new StatusLedger();
-  const schedule = new StatusSchedule();
   const told: string[] = [];
+  /** What the status writer was told, in order. */
+  const status: string[] = [];
   const c = new ConfigChanges({
     syncConfigs: { get: (k) => cache.get(k), values: () => cache.values() },
     namespaces: { values: () => namespaces.values() },
     registry,
     ledger,
-    statusWriter: { schedule, kick: () => {} },
+    statusWriter: {
+      compiled: (k, valid) => void status.push(`compiled ${k}${valid ? "" : " invalid"}`),
+      changed: (k) => void status.push(`changed ${k}`),
+      queued: (ks, ns) => void status.push(`queued ${ns} for ${[...ks]}`),
+      queueing: (k) => void status.push(`queueing ${k}`),
+      queuedAll: (k) => void status.push(`queued all of ${k}`),
+    },
     events: { emit: (_ref, _type, reason) => (told.push(`event ${reason}`), Promise.resolve()) },
     freshness: { changedEverywhere: () => void told.push("everything changed") },
     enqueue: (item, trigger) => void told.push(`queued ${JSON.stringify(item)} ${trigger}`),
@@ -47,7 +53,7 @@ function changes(namespaces: NamespaceInfo[]) {
     books: { configGone: (k) => void told.push(`forgotten ${k}`) },
     running: () => ({ executor: { forgetConfig: (k) => void told.push(`retries of ${k} start over`) } }),
   });
-  return { c, cache, registry, ledger, schedule, told };
+  return { c, cache, registry, ledger, status, told };
 }
 
 Deno.test("ConfigChanges: a new SyncConfig is compiled once and queues the active namespaces it selects", async () => {
@@ -64,7 +70,13 @@ Deno.test("ConfigChanges: a new SyncConfig is compiled once and queues the activ
     `queued {"kind":"namespace","name":"team-a"} syncconfig`,
   ]);
   assert.deepEqual([...t.ledger.outcomes("espejo/x")], [], "its counts where it no longer selects are gone");
-  assert.equal(t.schedule.pendingOf("espejo/x"), 1);
+  assert.deepEqual(t.status, [
+    "compiled espejo/x",
+    "queueing espejo/x",
+    "queued team-a for espejo/x",
+    "changed espejo/x",
+    "queued all of espejo/x",
+  ], "its status waits for the namespaces queued for it, and shows that it left the other");
   t.told.length = 0;
   t.c.changed("espejo/x");
   assert.deepEqual(t.told, [], "the same generation is not compiled again");

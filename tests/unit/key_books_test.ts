@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { Freshness } from "../../lib/controller/freshness.ts";
 import { type ControllerBooks, KeyBooks, registerBooks } from "../../lib/controller/key_books.ts";
 import { StatusLedger } from "../../lib/controller/status_ledger.ts";
-import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
+import { type StatusDeps, StatusWriter } from "../../lib/controller/status_writer.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
 
 Deno.test("KeyBooks: a namespace or SyncConfig that goes is one call every book hears; a name registers once", () => {
@@ -24,12 +24,15 @@ Deno.test("KeyBooks: a namespace or SyncConfig that goes is one call every book 
 function recordingParts() {
   const told: string[] = [];
   const tell = (what: string) => (key: string) => void told.push(`${what} ${key}`);
-  const schedule = new StatusSchedule();
   const parts: ControllerBooks = {
     freshness: { forget: tell("freshness") },
     selection: { forgetNamespace: tell("selection") },
     ledger: { forgetNamespace: (ns) => (told.push(`ledger ${ns}`), []), drop: tell("ledger") },
-    statusWriter: { schedule, forgetConfig: tell("status retries") },
+    statusWriter: {
+      changed: tell("status changed"),
+      finished: tell("status writer"),
+      forgetConfig: tell("status writer"),
+    },
     syncEvents: { forget: tell("sync events") },
     configs: { forgetConfig: tell("templated deleteItems warnings") },
     workers: { forgetNamespace: tell("work retries"), forgetConfig: tell("work retries") },
@@ -53,13 +56,14 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
     "item retries gone",
     "ledger gone",
     "selection gone",
+    "status writer gone",
     "work retries gone",
   ]);
   books.configGone("espejo/gone");
   assert.deepEqual(told.sort(), [
     "item retries and server adds espejo/gone",
     "ledger espejo/gone",
-    "status retries espejo/gone",
+    "status writer espejo/gone",
     "sync events espejo/gone",
     "templated deleteItems warnings espejo/gone",
     "work retries espejo/gone",
@@ -69,18 +73,19 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
 Deno.test("registerBooks: the real books hold nothing of a deleted key afterwards, and keep the others", () => {
   const freshness = new Freshness(600_000);
   const ledger = new StatusLedger();
-  const schedule = new StatusSchedule();
+  // Never run: only its bookkeeping is used.
+  const statusWriter = new StatusWriter({} as StatusDeps);
   const metrics = new Metrics();
   const { parts } = recordingParts();
   const books = new KeyBooks();
-  registerBooks(books, { ...parts, freshness, ledger, statusWriter: { ...parts.statusWriter, schedule }, metrics });
+  registerBooks(books, { ...parts, freshness, ledger, statusWriter, metrics });
   const outcome = { synced: 1, deleted: 0, failed: 0, errors: [] };
   for (const ns of ["gone", "kept"]) {
     freshness.synced(ns, freshness.begin(), true, Date.now());
     for (const cfg of ["espejo/gone", "espejo/kept"]) {
       ledger.track(cfg);
       ledger.record(cfg, ns, outcome);
-      schedule.queued([cfg], ns);
+      statusWriter.queued([cfg], ns);
     }
   }
   for (const cfg of ["espejo/gone", "espejo/kept"]) metrics.invalid.set({ syncconfig: cfg }, 0);
@@ -91,8 +96,8 @@ Deno.test("registerBooks: the real books hold nothing of a deleted key afterward
   assert.equal(ledger.counts("gone"), false);
   assert.deepEqual([...ledger.outcomes("espejo/gone")], []);
   assert.deepEqual([...ledger.outcomes("espejo/kept")], [outcome], "kept only where it still counts");
-  assert.equal(schedule.pendingOf("espejo/gone"), 0);
-  assert.equal(schedule.pendingOf("espejo/kept"), 1, "its unit of the kept namespace is still pending");
+  assert.equal(statusWriter.pendingOf("espejo/gone"), 0);
+  assert.equal(statusWriter.pendingOf("espejo/kept"), 1, "its unit of the kept namespace is still pending");
   const gauges = metrics.registry.values("espejo_syncconfig_invalid").map((v) => v.labels.syncconfig);
   assert.deepEqual(gauges, ["espejo/kept"]);
 });

@@ -67,8 +67,7 @@ async function flushOnce(
     metrics: new Metrics(),
   });
   const stop = new AbortController();
-  writer.schedule.markDirty(KEY);
-  writer.kick();
+  writer.changed(KEY);
   const running = writer.run(stop.signal);
   const deadline = Date.now() + 5_000;
   while (!until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -7,7 +7,6 @@ import { Freshness } from "../../lib/controller/freshness.ts";
 import type { UnitResult } from "../../lib/controller/namespace_unit.ts";
 import { PassTracker } from "../../lib/controller/pass.ts";
 import { StatusLedger } from "../../lib/controller/status_ledger.ts";
-import { StatusSchedule } from "../../lib/controller/status_schedule.ts";
 import { Workers } from "../../lib/controller/worker.ts";
 import type { Trigger } from "../../lib/controller/work_items.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
@@ -41,7 +40,7 @@ async function runWorkers(keys: [string, Trigger][], answers: Record<string, Wor
     configs: { process: (key) => answer(`cfg/${key}`) },
     pruning: { settle: (key) => answer(`prune/${key}`) },
     ledger,
-    statusWriter: { schedule: new StatusSchedule(), kick: () => {} },
+    statusWriter: { changed: () => {}, finished: () => {} },
     freshness,
     pass: new PassTracker(() => {}),
     metrics,
