@@ -35,11 +35,8 @@ export interface ConfigChangesDeps {
   pruning: Pick<Pruning, "observe" | "settle" | "enabled">;
   /** Every book of per-SyncConfig state: a deleted SyncConfig is forgotten in one call. */
   books: Pick<KeyBooks, "configGone">;
-  /** The parts that exist once the controller runs. */
-  running: () => {
-    executor?: Pick<Executor, "forgetConfig">;
-    caches?: Pick<ResourceCaches, "retain" | "hasCreated">;
-  };
+  executor: Pick<Executor, "forgetConfig">;
+  caches: Pick<ResourceCaches, "retain" | "hasCreated">;
 }
 
 export class ConfigChanges {
@@ -89,7 +86,7 @@ export class ConfigChanges {
     }
     const { entry, changed } = registry.compile(key, sc);
     if (changed) {
-      this.d.running().executor?.forgetConfig(key); // a new generation is tried at once, in every namespace
+      this.d.executor.forgetConfig(key); // a new generation is tried at once, in every namespace
       this.#specChanged();
       const result = entry.result;
       if (!result.ok) log.error("{message}", { syncConfig: key, error: result.message, message: result.message });
@@ -173,8 +170,8 @@ export class ConfigChanges {
   #specChanged(): void {
     this.d.freshness.changedEverywhere();
     const items = this.d.registry.items();
-    const caches = this.d.running().caches;
-    caches?.retain(
+    const { caches } = this.d;
+    caches.retain(
       (r) => items.hasSyncKind(r.group, r.kind) || caches.hasCreated(r, (k) => this.d.pruning.enabled(k)),
       (r) => items.hasDeleteKind(r.group, r.kind),
     );

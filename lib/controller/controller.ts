@@ -1,5 +1,5 @@
 /**
- * The controller's wiring and scheduling: watches feed a prioritized queue of work items (lib/controller/
+ * The controller's scheduling (its parts are built once, in parts.ts): watches feed a prioritized queue of work items (lib/controller/
  * work_items.ts) and `--concurrent-syncs` workers (worker.ts) take them one at a time. A namespace event queues that
  * namespace (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace
  * (2) every `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one
@@ -7,31 +7,17 @@
  * namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers (status_writer.ts).
  */
 import { getLogger } from "@logtape/logtape";
-import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
-import { EventRecorder } from "../kube/events.ts";
 import { aborted } from "../kube/backoff.ts";
 import { deepEqual } from "../kube/objects.ts";
-import { keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
-import { Executor } from "../sync/executor.ts";
-import { ResourceCaches } from "../sync/resource_caches.ts";
-import { Pruner } from "../sync/pruner.ts";
-import { ConfigChanges } from "./config_changes.ts";
-import { Freshness } from "./freshness.ts";
-import { NamespaceUnit } from "./namespace_unit.ts";
+import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
 import type { ControllerOptions } from "./options.ts";
+import { buildParts, type ControllerParts } from "./parts.ts";
 import { PassTracker, runIntervalPasses } from "./pass.ts";
-import { Pruning } from "./pruning.ts";
 import { sameSpecAndPruning } from "../sync/prune.ts";
 import { WorkQueue } from "./queue.ts";
-import { Registry } from "../model/registry.ts";
-import { StatusLedger } from "./status_ledger.ts";
-import { StatusWriter } from "./status_writer.ts";
-import { SyncEvents } from "./sync_events.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
-import { KeyBooks, registerBooks } from "./key_books.ts";
-import { Workers } from "./worker.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workKey } from "./work_items.ts";
 
 export type { ControllerOptions, NamespaceInfo };
@@ -42,17 +28,6 @@ export class Controller {
   readonly namespaces: Reflector<NamespaceInfo>;
   readonly syncConfigs: Reflector<SyncConfig>;
   readonly queue = new WorkQueue<string, Trigger>(PRIORITIES);
-  /** By key; a SyncConfig deleted and created again under the same key has a new uid and starts at generation 1. */
-  readonly #compiled = new Registry<NamespaceInfo>();
-  readonly #ledger = new StatusLedger();
-  /** Writes statuses (and their Events) once their SyncConfig's own work is done (see StatusSchedule). */
-  readonly #statusWriter: StatusWriter;
-  readonly #events: EventRecorder;
-  readonly #freshness: Freshness;
-  readonly #configs: ConfigChanges;
-  readonly #workers: Workers;
-  readonly #pruning: Pruning;
-  readonly #trouble: WatchTrouble;
   /** The interval pass in progress: namespaces still to sync, and when it started (for its metrics). */
   readonly #pass = new PassTracker((wall, cpu) => {
     this.opts.metrics.passDuration.observe(wall);
@@ -62,92 +37,31 @@ export class Controller {
       this.opts.metrics.lastFullPass.set(Date.now() / 1000);
     }
   });
-  /** Made when the controller runs (they start watches). */
-  #caches?: ResourceCaches;
-  #executor?: Executor;
-  #pruner?: Pruner;
+  /** Stops the caches of the kinds items name when the run's signal aborts (they start on first use). */
+  readonly #stop = new AbortController();
+  /** Every other part, built once here (parts.ts); the watches' handlers and the timer use them. */
+  readonly #parts: ControllerParts;
   /** Set once this process leads (or runs without leader election) and its workers start. */
   #leading = false;
-  /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
-  readonly #books = new KeyBooks();
 
   constructor(private readonly opts: ControllerOptions) {
     const { client, metrics } = opts;
-    this.#events = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" });
-    const syncEvents = new SyncEvents(this.#events);
-    this.#freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
-    const trouble = this.#trouble = new WatchTrouble(metrics);
+    const trouble = new WatchTrouble(metrics);
     this.queue.onAdd = (key, tag) => metrics.compat.added(key, tag);
     this.namespaces = watchNamespaces(client, trouble, (type, ns, old) => this.#onNamespace(type, ns, old));
     this.syncConfigs = watchSyncConfigs(client, opts.watchNamespace, trouble, (type, sc, old) => {
-      if (type === "deleted" || !sameSpecAndPruning(sc, old)) {
-        // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
-        this.#freshness.changedEverywhere();
-        this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
-        // Compiled now (a leader only: it may write Events): its status must not wait for a free worker.
-        if (this.#leading) this.#configs.noticed(keyOf(sc));
-      }
+      if (type === "deleted" || !sameSpecAndPruning(sc, old)) this.#syncConfigChanged(keyOf(sc));
     });
-    this.#statusWriter = new StatusWriter({
-      client,
-      syncConfigs: this.syncConfigs,
-      compiled: (key) => this.#compiled.get(key),
-      outcomes: (key) => this.#ledger.outcomes(key),
-      events: syncEvents,
-      metrics,
-      now: opts.now,
-    });
-    const shared = {
+    this.#parts = buildParts({
+      opts,
+      signal: this.#stop.signal,
       namespaces: this.namespaces,
       syncConfigs: this.syncConfigs,
-      registry: this.#compiled,
-      ledger: this.#ledger,
-      statusWriter: this.#statusWriter,
-      syncEvents,
-      freshness: this.#freshness,
-      metrics,
-      enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => this.#enqueue(item, trigger, afterMs),
-    };
-    this.#pruning = new Pruning({
-      ...shared,
-      client,
-      pruneDefault: opts.pruneDefault ?? false,
-      recordChange: (k, a, ns) => syncEvents.recordChange(k, a, ns),
-      pruner: () => this.#pruner,
-    });
-    this.#configs = new ConfigChanges({
-      ...shared,
-      books: this.#books,
-      pruning: this.#pruning,
-      events: this.#events,
-      running: () => ({ executor: this.#executor, caches: this.#caches }),
-    });
-    const units = new NamespaceUnit({
-      namespaces: this.namespaces,
-      configs: this.#configs,
-      syncEvents,
-      executor: () => this.#executor!,
-      pruning: this.#pruning,
-    });
-    this.#workers = new Workers({
-      ...shared,
       queue: this.queue,
-      units,
-      configs: this.#configs,
-      pruning: this.#pruning,
       pass: this.#pass,
-      beforeTake: () => this.#updateGauges(),
-    });
-    registerBooks(this.#books, {
-      freshness: this.#freshness,
-      selection: this.#compiled,
-      ledger: this.#ledger,
-      statusWriter: this.#statusWriter,
-      syncEvents,
-      configs: this.#configs,
-      workers: this.#workers,
-      running: () => ({ executor: this.#executor, caches: this.#caches }),
-      metrics,
+      trouble,
+      enqueue: (item, trigger, afterMs) => this.#enqueue(item, trigger, afterMs),
+      namespaceChanged: (name) => this.#namespaceChanged(name),
     });
   }
 
@@ -163,41 +77,20 @@ export class Controller {
 
   /** How long the oldest unit in progress has been running, 0 when none is (for liveness). */
   get idleForMs(): number {
-    return this.#workers.idleForMs;
+    return this.#parts.workers.idleForMs;
   }
 
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
   async run(signal: AbortSignal): Promise<void> {
-    const client = this.opts.client;
-    this.opts.metrics.reconcileInterval.set(this.opts.reconcileIntervalMs / 1000);
-    this.#caches = new ResourceCaches(client, signal, {
-      onManagedChange: (ns) => ns && this.#namespaceChanged(ns),
-      // Anyone can label their objects: only those an item names may cost more than their identity.
-      wants: (r, ns, name) => this.#itemOwners(r, ns, name).length > 0,
-      // What a SyncConfig created costs an index entry only while it prunes (turning it on indexes what is there).
-      prunes: (cfgKey) => this.#pruning.enabled(cfgKey),
-      // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
-      // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
-      onCandidateChange: (ns, name) => this.#compiled.namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),
-      onWatchRestart: (r, reason) => this.#trouble.restarted(r, reason),
-      onError: (r, e, ms) => this.#trouble.failed(r, e, ms),
-    });
-    const discovery = new Discovery(client);
-    this.#executor = new Executor(client, discovery, this.#caches, {
-      onWrite: (action) => this.opts.metrics.writes.inc({ action }),
-      // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
-      claims: (owner, r, ns, name) => this.#itemOwners(r, ns, name).includes(owner),
-      onFight: (syncconfig) => this.opts.metrics.fightRestores.inc({ syncconfig }),
-      onReplace: (syncconfig, reason) => this.opts.metrics.replaces.inc({ syncconfig, reason }),
-      onFinalizersRemoved: (syncconfig, message) => {
-        this.opts.metrics.finalizersRemoved.inc({ syncconfig });
-        const sc = this.syncConfigs.get(syncconfig);
-        if (sc) void this.#events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
-      },
-      maxFightDelayMs: this.opts.reconcileIntervalMs || 600_000,
-    });
-    this.#pruner = new Pruner(client, discovery, this.#caches, () => this.opts.metrics.writes.inc({ action: "prune" }));
-    signal.addEventListener("abort", () => this.queue.shutdown(), { once: true });
+    const { metrics } = this.opts;
+    const { statusWriter, workers } = this.#parts;
+    metrics.reconcileInterval.set(this.opts.reconcileIntervalMs / 1000);
+    const stop = () => {
+      this.#stop.abort();
+      this.queue.shutdown();
+    };
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
     this.namespaces.run(signal);
     this.syncConfigs.run(signal);
     await Promise.race([Promise.all([this.namespaces.synced, this.syncConfigs.synced]), aborted(signal)]);
@@ -206,32 +99,42 @@ export class Controller {
     log.info("Caches synced: {namespaces} namespaces, {syncConfigs} SyncConfigs", sizes);
     await (this.opts.leadership?.(signal) ?? Promise.resolve());
     // Passes start now: the stall alert counts from here (a standby that just took over is not stalled).
-    this.opts.metrics.lastFullPass.set(Date.now() / 1000);
+    metrics.lastFullPass.set(Date.now() / 1000);
     if (signal.aborted) return;
     this.#leading = true;
-    this.opts.metrics.compat.started(this.opts.reconcileIntervalMs > 0, Math.max(1, this.opts.concurrentSyncs ?? 1));
+    metrics.compat.started(this.opts.reconcileIntervalMs > 0, Math.max(1, this.opts.concurrentSyncs ?? 1));
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
-    const statusWriter = this.#statusWriter.run(signal);
-    await this.#workers.run(Math.max(1, this.opts.concurrentSyncs ?? 1));
+    const writing = statusWriter.run(signal);
+    await workers.run(Math.max(1, this.opts.concurrentSyncs ?? 1));
     await timer;
-    this.#statusWriter.kick(); // the last statuses of the drained units
-    await statusWriter;
+    statusWriter.kick(); // the last statuses of the drained units
+    await writing;
+  }
+
+  /** A SyncConfig's spec or pruning changed, or it came or went. */
+  #syncConfigChanged(key: string): void {
+    // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
+    this.#parts.freshness.changedEverywhere();
+    this.#enqueue({ kind: "syncConfig", key }, "syncconfig");
+    // Compiled now (a leader only: it may write Events): its status must not wait for a free worker.
+    if (this.#leading) this.#parts.configs.noticed(key);
   }
 
   /** One interval pass: every targeted namespace that is not fresh, unless the previous pass is still running. */
   #startPass(): void {
     if (this.#pass.running) return;
     // A SyncConfig change whose watch event was overtaken by our own status write's reply is caught here.
-    this.#configs.catchUp();
+    const { configs, freshness, registry, statusWriter } = this.#parts;
+    configs.catchUp();
     const now = Date.now();
     let unchanged = 0;
     this.#pass.start(function* (this: Controller) {
       for (const ns of this.namespaces.values()) {
         if (!this.#targetedByAny(ns)) continue;
-        if (this.#freshness.isFresh(ns.name, now)) unchanged++;
+        if (freshness.isFresh(ns.name, now)) unchanged++;
         else {
-          this.#statusWriter.queued(this.#compiled.selecting(ns), ns.name);
+          statusWriter.queued(registry.selecting(ns), ns.name);
           this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
           yield ns.name;
         }
@@ -239,12 +142,12 @@ export class Controller {
     }.bind(this));
     if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
     // Caches pick up what watches missed, but a status must be refreshed after a pass too.
-    for (const key of this.#compiled.keys()) this.#statusWriter.changed(key);
+    for (const key of registry.keys()) statusWriter.changed(key);
   }
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
     if (type === "deleted") {
-      this.#books.namespaceGone(ns.name); // the status writer's book writes what that changed
+      this.#parts.books.namespaceGone(ns.name); // the status writer's book writes what that changed
       return;
     }
     // Only what selection depends on matters; an annotation change costs nothing.
@@ -253,39 +156,30 @@ export class Controller {
   }
 
   #namespaceChanged(name: string): void {
-    this.#freshness.changedIn(name);
-    if (this.#compiled.size === 0) return;
+    const { freshness, registry, statusWriter } = this.#parts;
+    freshness.changedIn(name);
+    if (registry.size === 0) return;
     const ns = this.namespaces.get(name);
     // A namespace no SyncConfig selects or counted before has nothing to sync (a SyncConfig that changes queues
     // what it selects itself).
     if (ns && !this.#targetedByAny(ns)) return;
-    if (ns) this.#statusWriter.queued(this.#compiled.selecting(ns), name);
+    if (ns) statusWriter.queued(registry.selecting(ns), name);
     this.#enqueue({ kind: "namespace", name }, "namespace");
   }
 
   /** Whether a unit of `ns` has anything to do: a SyncConfig selects it, counted it before, or may prune there. */
   #targetedByAny(ns: NamespaceInfo): boolean {
-    if (this.#compiled.selecting(ns).length) return true;
-    return this.#ledger.counts(ns.name) || this.#pruning.mayPrune(ns.name);
-  }
-
-  /** Keys of the valid SyncConfigs that select `namespace` and have a syncItem naming this object. */
-  #itemOwners(r: ResourceInfo, namespace: string, name: string): string[] {
-    return this.#compiled.itemOwners(r, this.namespaces.get(namespace), name);
+    const { registry, ledger, pruning } = this.#parts;
+    return registry.selecting(ns).length > 0 || ledger.counts(ns.name) || pruning.mayPrune(ns.name);
   }
 
   /** Bytes of object content (JSON text) held by the managed-object caches, for tests and the bench. */
   retainedContentBytes(): number {
-    return this.#caches?.retainedContentBytes() ?? 0;
+    return this.#parts.caches.retainedContentBytes();
   }
 
   #enqueue(item: WorkItem, trigger: Trigger, afterMs?: number): void {
     if (afterMs) this.queue.addAfter(workKey(item), PRIORITY[trigger], afterMs, trigger);
     else this.queue.add(workKey(item), PRIORITY[trigger], trigger);
-  }
-
-  #updateGauges(): void {
-    const sizes = { namespaces: this.namespaces.size, syncconfigs: this.syncConfigs.size, ...this.#caches?.sizes() };
-    this.opts.metrics.observeQueueAndCaches(this.queue.length(), sizes);
   }
 }

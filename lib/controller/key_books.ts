@@ -60,11 +60,8 @@ export interface ControllerBooks {
   syncEvents: Pick<SyncEvents, "forget">;
   configs: Pick<ConfigChanges, "forgetConfig">;
   workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
-  /** Made when the controller runs: until then they hold nothing. */
-  running: () => {
-    executor?: Pick<Executor, "forgetNamespace" | "forgetConfig">;
-    caches?: Pick<ResourceCaches, "forgetNamespace">;
-  };
+  executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
+  caches: Pick<ResourceCaches, "forgetNamespace">;
   metrics: Pick<Metrics, "items" | "invalid">;
 }
 
@@ -88,10 +85,10 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
     config: (k) => b.workers.forgetConfig(k),
   });
   books.register("item retries and what the server adds", {
-    namespace: (ns) => b.running().executor?.forgetNamespace(ns),
-    config: (k) => b.running().executor?.forgetConfig(k),
+    namespace: (ns) => b.executor.forgetNamespace(ns),
+    config: (k) => b.executor.forgetConfig(k),
   });
-  books.register("created index", { namespace: (ns) => b.running().caches?.forgetNamespace(ns) });
+  books.register("created index", { namespace: (ns) => b.caches.forgetNamespace(ns) });
   books.register("item gauges", {
     config: (syncconfig) => {
       for (const state of ["synchronized", "deleted", "failed"]) b.metrics.items.remove({ syncconfig, state });

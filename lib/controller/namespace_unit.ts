@@ -19,7 +19,7 @@ export interface NamespaceUnitDeps {
   namespaces: NamespaceLookup;
   configs: Pick<ConfigChanges, "catchUp">;
   syncEvents: Pick<SyncEvents, "recordChange">;
-  executor: () => Pick<Executor, "syncItem" | "deleteItem">;
+  executor: Pick<Executor, "syncItem" | "deleteItem">;
   pruning: Pick<Pruning, "decide" | "pruneNamespace">;
 }
 
@@ -67,7 +67,7 @@ export class NamespaceUnit {
     // Items of these SyncConfigs that contradict each other (one deletes what another syncs) are decided here,
     // once, for all of them: neither is performed, rather than raced against each other on every sync.
     const contested = contradictions(targeted, name);
-    const executor = this.d.executor();
+    const { executor } = this.d;
     const recordChange = (k: string, a: ItemAction, ns: string) => this.d.syncEvents.recordChange(k, a, ns);
     const results = await Promise.all(
       targeted.map((cfg) => syncConfigInNamespace(executor, cfg, name, recordChange, contested.get(cfg.key))),

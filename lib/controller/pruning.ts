@@ -47,7 +47,7 @@ export interface PruningDeps {
   pruneDefault: boolean;
   enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => void;
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void;
-  pruner: () => PrunerParts | undefined;
+  pruner: PrunerParts;
 }
 
 /** What pruning asks of the pruner (lib/sync/pruner.ts). */
@@ -77,6 +77,11 @@ const OFF: PruneScope = { kind: "off" };
 const RELOOK_MS = 5_000;
 const SETTLED: WorkFacts = { retry: false };
 
+/** Whether pruning is on for SyncConfig `sc` as cached now (undefined: gone): its annotation, else the default. */
+export function pruningOn(sc: SyncConfig | undefined, pruneDefault: boolean): boolean {
+  return !!sc && pruneEnabled(sc.metadata, pruneDefault);
+}
+
 export class Pruning {
   /** SyncConfigs being deleted (deletionTimestamp set), by key, with their uid, compiled once. */
   readonly #deleting = new Map<string, { uid: string; result: CompileResult }>();
@@ -85,8 +90,7 @@ export class Pruning {
 
   /** Whether pruning is on for the SyncConfig under `key` now (its annotation, read from the cache). */
   enabled(key: string): boolean {
-    const sc = this.d.syncConfigs.get(key);
-    return !!sc && pruneEnabled(sc.metadata, this.d.pruneDefault);
+    return pruningOn(this.d.syncConfigs.get(key), this.d.pruneDefault);
   }
 
   /** The SyncConfig under `key` as the cache has it now (undefined: gone), after a change of it. */
@@ -109,7 +113,7 @@ export class Pruning {
 
   /** Whether a unit of `namespace` may have something to prune (a SyncConfig with pruning on created objects there). */
   mayPrune(namespace: string): boolean {
-    return this.d.pruner()?.creatorsIn(namespace).some((k) => this.enabled(k)) ?? false;
+    return this.d.pruner.creatorsIn(namespace).some((k) => this.enabled(k));
   }
 
   /**
@@ -118,8 +122,8 @@ export class Pruning {
    * its start): the labels may have changed since, and syncing and pruning must not decide on different ones.
    */
   async decide(ns: NamespaceInfo, selecting: ReadonlySet<string>): Promise<PruneDecision> {
-    const pruner = this.d.pruner();
-    if (!pruner || ns.phase !== "Active" || !this.mayPrune(ns.name)) return NOTHING;
+    const { pruner } = this.d;
+    if (ns.phase !== "Active" || !this.mayPrune(ns.name)) return NOTHING;
     const { created, listing } = pruner.createdIn(ns.name);
     const out: PruneDecision = { plans: [], listing, deleting: [] };
     for (const [cfgKey, candidates] of created) {
@@ -150,8 +154,7 @@ export class Pruning {
   ): Promise<Step> {
     const namespace = ns.name;
     const out: Step = { wrote: false, retry: false };
-    const pruner = this.d.pruner();
-    if (!pruner) return out;
+    const { pruner } = this.d;
     const now = atStart.plans.length || atStart.deleting.length || atStart.listing
       ? await this.decide(ns, selecting)
       : NOTHING;
@@ -200,8 +203,8 @@ export class Pruning {
    */
   async settle(key: string): Promise<WorkFacts> {
     const sc = this.d.syncConfigs.get(key);
-    const pruner = this.d.pruner();
-    if (!sc || !pruner) return SETTLED;
+    const { pruner } = this.d;
+    if (!sc) return SETTLED;
     const deleting = this.#deleting.has(key);
     const present = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
     const prunes = deleting ? this.scope(key, false).kind === "deleting" : this.enabled(key);

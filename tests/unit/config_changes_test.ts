@@ -51,7 +51,8 @@ function changes(namespaces: NamespaceInfo[]) {
     enqueue: (item, trigger) => void told.push(`queued ${JSON.stringify(item)} ${trigger}`),
     pruning: { observe: () => {}, settle: () => Promise.resolve({ retry: false }), enabled: () => false },
     books: { configGone: (k) => void told.push(`forgotten ${k}`) },
-    running: () => ({ executor: { forgetConfig: (k) => void told.push(`retries of ${k} start over`) } }),
+    executor: { forgetConfig: (k) => void told.push(`retries of ${k} start over`) },
+    caches: { retain: () => {}, hasCreated: () => false },
   });
   return { c, cache, registry, ledger, status, told };
 }

@@ -36,10 +36,8 @@ function recordingParts() {
     syncEvents: { forget: tell("sync events") },
     configs: { forgetConfig: tell("templated deleteItems warnings") },
     workers: { forgetNamespace: tell("work retries"), forgetConfig: tell("work retries") },
-    running: () => ({
-      executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
-      caches: { forgetNamespace: tell("created index") },
-    }),
+    executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
+    caches: { forgetNamespace: tell("created index") },
     metrics: new Metrics(),
   };
   return { parts, told };

@@ -36,10 +36,10 @@ function unit(
     namespaces: { get: (name) => name === NS.name ? NS : undefined },
     configs: { catchUp: () => registry },
     syncEvents: { recordChange: (k, a, ns) => changes.push(`${k} ${a} ${ns}`) },
-    executor: () => ({
+    executor: {
       syncItem: (ref, i) => item(ref.cfg.key, "sync", i.name),
       deleteItem: (ref, i) => item(ref.cfg.key, "delete", i.name),
-    }),
+    },
     pruning: {
       decide: () => Promise.resolve({ plans: [], listing: false, deleting: [] }),
       pruneNamespace: () => Promise.resolve(pruned),

@@ -68,7 +68,7 @@ function pruning(sc: SyncConfig, o: { left?: string[]; refuse?: ApiError } = {})
     pruneDefault: false,
     enqueue: (item) => void told.push(`queue ${JSON.stringify(item)}`),
     recordChange: () => {},
-    pruner: () => pruner,
+    pruner,
   });
   p.observe(KEY, sc);
   return { p, told };

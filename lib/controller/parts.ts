@@ -1,0 +1,166 @@
+/**
+ * The controller's parts, built once at its start, in the order they depend on each other: the books that need
+ * nothing, the status writer, the caches of the kinds items name, then what uses the caches (executor, pruner,
+ * pruning), what a SyncConfig change and a namespace unit set off, and the workers; last, every book of per-key
+ * state is registered (key_books.ts). Each part is handed the parts it uses, never a getter for one made later.
+ *
+ * What the controller itself keeps (the two watches, the queue, the interval pass) comes in as {@link PartsBase}:
+ * their handlers are the controller's scheduling, which uses these parts.
+ */
+import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
+import { EventRecorder } from "../kube/events.ts";
+import type { Reflector } from "../kube/reflector.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
+import { Registry } from "../model/registry.ts";
+import { refOf, type SyncConfig } from "../model/syncconfig.ts";
+import { Executor } from "../sync/executor.ts";
+import { Pruner } from "../sync/pruner.ts";
+import { ResourceCaches } from "../sync/resource_caches.ts";
+import { ConfigChanges } from "./config_changes.ts";
+import { Freshness } from "./freshness.ts";
+import { KeyBooks, registerBooks } from "./key_books.ts";
+import { NamespaceUnit } from "./namespace_unit.ts";
+import type { ControllerOptions } from "./options.ts";
+import type { PassTracker } from "./pass.ts";
+import { Pruning, pruningOn } from "./pruning.ts";
+import type { WorkQueue } from "./queue.ts";
+import { StatusLedger } from "./status_ledger.ts";
+import { StatusWriter } from "./status_writer.ts";
+import { SyncEvents } from "./sync_events.ts";
+import type { WatchTrouble } from "./watches.ts";
+import { Workers } from "./worker.ts";
+import type { Trigger, WorkItem } from "./work_items.ts";
+
+/** What the controller keeps itself and its parts use. */
+export interface PartsBase {
+  opts: ControllerOptions;
+  /** Stops the caches of the kinds items name: aborted when the controller's run is. */
+  signal: AbortSignal;
+  namespaces: Reflector<NamespaceInfo>;
+  syncConfigs: Reflector<SyncConfig>;
+  queue: WorkQueue<string, Trigger>;
+  pass: PassTracker;
+  trouble: WatchTrouble;
+  /** Queues a work item (after `afterMs`, if given) with the priority of its trigger. */
+  enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => void;
+  /** A managed object changed (someone else may have edited it): its namespace is checked. */
+  namespaceChanged: (namespace: string) => void;
+}
+
+export interface ControllerParts {
+  /** The compiled SyncConfigs by key, with their selection and item indexes. */
+  registry: Registry<NamespaceInfo>;
+  ledger: StatusLedger;
+  freshness: Freshness;
+  events: EventRecorder;
+  syncEvents: SyncEvents;
+  /** Writes statuses (and their Events) once their SyncConfig's own work is done. */
+  statusWriter: StatusWriter;
+  caches: ResourceCaches;
+  executor: Executor;
+  pruning: Pruning;
+  configs: ConfigChanges;
+  workers: Workers;
+  /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
+  books: KeyBooks;
+}
+
+/** Builds and wires every part of the controller (see the module comment for the order). */
+export function buildParts(base: PartsBase): ControllerParts {
+  const { opts, namespaces, syncConfigs, queue, trouble, enqueue } = base;
+  const { client, metrics } = opts;
+  const registry = new Registry<NamespaceInfo>();
+  const ledger = new StatusLedger();
+  const freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
+  const events = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" });
+  const syncEvents = new SyncEvents(events);
+  const books = new KeyBooks();
+  const statusWriter = new StatusWriter({
+    client,
+    syncConfigs,
+    compiled: (key) => registry.get(key),
+    outcomes: (key) => ledger.outcomes(key),
+    events: syncEvents,
+    metrics,
+    now: opts.now,
+  });
+  const pruneDefault = opts.pruneDefault ?? false;
+  /** Keys of the valid SyncConfigs that select `namespace` and have a syncItem naming this object. */
+  const itemOwners = (r: ResourceInfo, namespace: string, name: string) =>
+    registry.itemOwners(r, namespaces.get(namespace), name);
+  const caches = new ResourceCaches(client, base.signal, {
+    onManagedChange: (ns) => ns && base.namespaceChanged(ns),
+    // Anyone can label their objects: only those an item names may cost more than their identity.
+    wants: (r, ns, name) => itemOwners(r, ns, name).length > 0,
+    // What a SyncConfig created costs an index entry only while it prunes (turning it on indexes what is there).
+    prunes: (cfgKey) => pruningOn(syncConfigs.get(cfgKey), pruneDefault),
+    // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
+    // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
+    onCandidateChange: (ns, name) => registry.namedByDeleteItem(ns, name) && freshness.changedIn(ns),
+    onWatchRestart: (r, reason) => trouble.restarted(r, reason),
+    onError: (r, e, ms) => trouble.failed(r, e, ms),
+  });
+  const discovery = new Discovery(client);
+  const executor = new Executor(client, discovery, caches, {
+    onWrite: (action) => metrics.writes.inc({ action }),
+    // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
+    claims: (owner, r, ns, name) => itemOwners(r, ns, name).includes(owner),
+    onFight: (syncconfig) => metrics.fightRestores.inc({ syncconfig }),
+    onReplace: (syncconfig, reason) => metrics.replaces.inc({ syncconfig, reason }),
+    onFinalizersRemoved: (syncconfig, message) => {
+      metrics.finalizersRemoved.inc({ syncconfig });
+      const sc = syncConfigs.get(syncconfig);
+      if (sc) void events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
+    },
+    maxFightDelayMs: opts.reconcileIntervalMs || 600_000,
+  });
+  const pruner = new Pruner(client, discovery, caches, () => metrics.writes.inc({ action: "prune" }));
+  const shared = { namespaces, syncConfigs, registry, ledger, statusWriter, freshness, metrics, enqueue };
+  const pruning = new Pruning({
+    ...shared,
+    client,
+    pruneDefault,
+    recordChange: (k, a, ns) => syncEvents.recordChange(k, a, ns),
+    pruner,
+  });
+  const configs = new ConfigChanges({ ...shared, books, pruning, events, executor, caches });
+  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning });
+  const workers = new Workers({
+    ...shared,
+    queue,
+    units,
+    configs,
+    pruning,
+    pass: base.pass,
+    beforeTake: () => {
+      const sizes = { namespaces: namespaces.size, syncconfigs: syncConfigs.size, ...caches.sizes() };
+      metrics.observeQueueAndCaches(queue.length(), sizes);
+    },
+  });
+  registerBooks(books, {
+    freshness,
+    selection: registry,
+    ledger,
+    statusWriter,
+    syncEvents,
+    configs,
+    workers,
+    executor,
+    caches,
+    metrics,
+  });
+  return {
+    registry,
+    ledger,
+    freshness,
+    events,
+    syncEvents,
+    statusWriter,
+    caches,
+    executor,
+    pruning,
+    configs,
+    workers,
+    books,
+  };
+}
