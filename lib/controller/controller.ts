@@ -1,10 +1,11 @@
 /**
- * The controller's scheduling (its parts are built once, in parts.ts): watches feed a prioritized queue of work items (lib/controller/
- * work_items.ts) and `--concurrent-syncs` workers (worker.ts) take them one at a time. A namespace event queues that
- * namespace (priority 0), a SyncConfig change queues what it selects (1), the timer queues every targeted namespace
- * (2) every `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs never write one
- * namespace at the same time, and a new namespace waits for at most one unit of a full pass. The unit of work is
- * namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers (status_writer.ts).
+ * The controller's scheduling; its parts are built once, at its start (parts.ts). Watches feed a prioritized queue
+ * of work items (work_items.ts) and `--concurrent-syncs` workers (worker.ts) take them one at a time. A namespace
+ * event queues that namespace (priority 0), a SyncConfig change queues what it selects (1), the timer queues every
+ * targeted namespace (2) every `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs
+ * never write one namespace at the same time, and a new namespace waits for at most one unit of a full pass. The
+ * unit of work is namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers
+ * (status_writer.ts).
  */
 import { getLogger } from "@logtape/logtape";
 import type { Reflector } from "../kube/reflector.ts";

@@ -99,3 +99,43 @@ Deno.test("registerBooks: the real books hold nothing of a deleted key afterward
   const gauges = metrics.registry.values("espejo_syncconfig_invalid").map((v) => v.labels.syncconfig);
   assert.deepEqual(gauges, ["espejo/kept"]);
 });
+
+/** Every `.ts` file under `dir` (a URL ending in `/`), with its text. */
+async function* sources(dir: URL): AsyncGenerator<[URL, string]> {
+  for await (const entry of Deno.readDir(dir)) {
+    const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
+    if (entry.isDirectory) yield* sources(url);
+    else if (entry.name.endsWith(".ts")) yield [url, await Deno.readTextFile(url)];
+  }
+}
+
+Deno.test("registerBooks: every class in lib/ that forgets a namespace or SyncConfig is registered, or held by one that is", async () => {
+  const lib = new URL("../../lib/", import.meta.url);
+  /** Books inside a registered part: its forget calls theirs. */
+  const heldBy: Record<string, string> = {
+    RetryBook: "sync/executor.ts", // and the workers' and the status writer's
+    ServerAdds: "sync/executor.ts",
+    StatusSchedule: "controller/status_writer.ts",
+    CreatedIndex: "sync/resource_caches.ts",
+    SelectionIndex: "model/registry.ts",
+  };
+  /** Forgets one object of a cache, not a key. */
+  const perObject = new Set(["Reflector"]);
+  const registered = await Deno.readTextFile(new URL("controller/key_books.ts", lib));
+  const found: string[] = [];
+  for await (const [, text] of sources(lib)) {
+    for (const part of text.split(/^export class /m).slice(1)) {
+      const name = part.match(/^\w+/)![0];
+      if (!/^\s+(forget|forgetConfig|forgetNamespace)\(/m.test(part) || perObject.has(name)) continue;
+      found.push(name);
+      const holder = heldBy[name];
+      if (holder) {
+        const held = await Deno.readTextFile(new URL(holder, lib));
+        assert.ok(held.includes(`new ${name}`), `${name} is said to be held by ${holder}, which makes none`);
+      } else {
+        assert.match(registered, new RegExp(`Pick<${name}[<,]`), `${name} forgets keys but is not in ControllerBooks`);
+      }
+    }
+  }
+  assert.ok(found.includes("Executor") && found.includes("ConfigChanges"), `the scan finds the books: ${found}`);
+});
