@@ -121,3 +121,32 @@ Deno.test("StatusWriter: after a conflict, a new generation is not written over;
   await flushOnce(client, syncConfig("10"), () => client.requests.some((r) => r.method === "GET") && ++settled > 10);
   assert.equal(client.patches().length, 1);
 });
+
+/** A writer that is never run: what callers tell it, seen through the namespaces it waits for. */
+const idleWriter = () => new StatusWriter({} as ConstructorParameters<typeof StatusWriter>[0]);
+
+Deno.test("StatusWriter: a queued namespace is pending for its SyncConfigs until its unit finishes", () => {
+  const writer = idleWriter();
+  writer.queued(["espejo/a", "espejo/b"], "team-a");
+  writer.queued(["espejo/a"], "team-b");
+  writer.finished("team-a");
+  assert.equal(writer.pendingOf("espejo/a"), 1);
+  assert.equal(writer.pendingOf("espejo/b"), 0);
+});
+
+Deno.test("StatusWriter: an Invalid SyncConfig waits for none of its queued work; a valid one still does", () => {
+  const writer = idleWriter();
+  writer.queued(["espejo/bad", "espejo/good"], "team-a");
+  writer.compiled("espejo/bad", false);
+  writer.compiled("espejo/good", true);
+  assert.equal(writer.pendingOf("espejo/bad"), 0);
+  assert.equal(writer.pendingOf("espejo/good"), 1);
+});
+
+Deno.test("StatusWriter.forgetConfig: nothing of a SyncConfig that went is pending", () => {
+  const writer = idleWriter();
+  writer.queued(["espejo/gone", "espejo/kept"], "team-a");
+  writer.forgetConfig("espejo/gone");
+  assert.equal(writer.pendingOf("espejo/gone"), 0);
+  assert.equal(writer.pendingOf("espejo/kept"), 1);
+});
