@@ -14,13 +14,14 @@ import { ServerAdds } from "./server_adds.ts";
 import { FightBook } from "./fights.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
-import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
+import type { DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
+import type { ExecutorHooks, ItemRef } from "./executor_hooks.ts";
 import { renderTemplate } from "../model/template.ts";
 import { deletePlanWords, logDecision, syncPlanWords } from "./plan_words.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
-import { failure, type ItemAction, type ItemResult, specProblem, tryOutcomeOf } from "./failures.ts";
+import { failure, type ItemResult, specProblem, tryOutcomeOf } from "./failures.ts";
 import {
   deleteItemSite,
   keysOf,
@@ -37,28 +38,6 @@ import { acceptWritten, remember } from "./verdict.ts";
 import { HASH_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "executor"]);
-
-export interface ItemRef {
-  cfg: CompiledSyncConfig;
-  namespace: string;
-}
-
-export interface ExecutorHooks {
-  onWrite?: (action: ItemAction) => void;
-  /**
-   * Whether SyncConfig `owner` (the owner annotation of an object, which anyone can write) has an item for this
-   * object in this namespace and so holds it. Default: no SyncConfig but the writer's own does.
-   */
-  claims?: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean;
-  /** A restore of an object that was restored shortly before (a fight) was tried: written or refused. */
-  onFight?: (cfgKey: string) => void;
-  /** An object was replaced (deleted and created again): a field could not change, or `forceRecreate`. */
-  onReplace?: (cfgKey: string, why: "immutable" | "forceRecreate") => void;
-  /** Finalizers the item does not set were removed from an object to replace it; `message` names them and it. */
-  onFinalizersRemoved?: (cfgKey: string, message: string) => void;
-  /** The longest wait between two restores of one object in a fight; the reconcile interval. Default 10 min. */
-  maxFightDelayMs?: number;
-}
 
 export class Executor {
   readonly #fights: FightBook;
