@@ -11,6 +11,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
+import { packedObjects } from "./packed_object.ts";
 import { reasonOf } from "./failures.ts";
 import type { PruneCandidate } from "./prune.ts";
 import {
@@ -66,6 +67,7 @@ export class ResourceCaches {
       const cache: Reflector<CachedObject> = new Reflector<CachedObject>(this.client, {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
+        packing: packedObjects,
         decode: (raw, previous, reply) => {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
@@ -224,7 +226,9 @@ export class ResourceCaches {
       const cache: Reflector<ExistingObject> = new Reflector<ExistingObject>(this.client, {
         path: collectionPath(r),
         metadataOnly: true,
-        decode: (raw) => ({ uid: raw.metadata?.uid ?? "" }),
+        // Nothing but the identity, which the store keeps anyway: packed at once, as the version and uid alone.
+        packing: { pack: () => "", unpack: (_, resourceVersion, uid) => ({ uid, resourceVersion }) },
+        decode: (raw) => ({ uid: raw.metadata?.uid ?? "", resourceVersion: raw.metadata?.resourceVersion ?? "" }),
         onChange: (_t, _obj, _old, key) =>
           cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key), nameOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
