@@ -74,11 +74,7 @@ export class ResourceCaches {
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
-            this.#created.add(
-              meta?.namespace ?? "",
-              entry.createdBy,
-              `${resourceKey(r)}|${meta?.namespace}/${meta?.name}`,
-            );
+            this.#created.add(meta?.namespace ?? "", entry.createdBy, resourceKey(r), meta?.name ?? "");
           }
           return entry;
         },
@@ -152,24 +148,21 @@ export class ResourceCaches {
   createdIn(namespace: string): { created: Map<string, PruneCandidate[]>; listing: boolean } {
     const created = new Map<string, PruneCandidate[]>();
     const waiting = new Set<string>();
-    for (const [cfgKey, entries] of this.#created.in(namespace)) {
-      for (const entry of entries) {
-        const cut = entry.indexOf("|");
-        const running = this.#managed.get(entry.slice(0, cut));
-        const objectKey = entry.slice(cut + 1);
-        if (running && !running.reflector.hasSynced) {
-          waiting.add(cfgKey);
-          continue;
-        }
-        const o = running?.reflector.get(objectKey);
-        if (!running || !o || o.createdBy !== cfgKey || o.owner !== cfgKey) {
-          entries.delete(entry);
-          continue;
-        }
-        const candidates = created.get(cfgKey) ?? [];
-        candidates.push({ resource: running.resource, namespace, name: nameOf(objectKey), uid: o.uid });
-        created.set(cfgKey, candidates);
+    for (const entry of [...this.#created.in(namespace)]) {
+      const { cfgKey, name } = entry;
+      const running = this.#managed.get(entry.resourceKey);
+      if (running && !running.reflector.hasSynced) {
+        waiting.add(cfgKey);
+        continue;
       }
+      const o = running?.reflector.get(`${namespace}/${name}`);
+      if (!running || !o || o.createdBy !== cfgKey || o.owner !== cfgKey) {
+        this.#created.drop(namespace, entry);
+        continue;
+      }
+      const candidates = created.get(cfgKey) ?? [];
+      candidates.push({ resource: running.resource, namespace, name, uid: o.uid });
+      created.set(cfgKey, candidates);
     }
     for (const cfgKey of waiting) created.delete(cfgKey);
     return { created, listing: waiting.size > 0 };
@@ -195,7 +188,7 @@ export class ResourceCaches {
     for (const [rk, { reflector }] of this.#managed) {
       for (const [objectKey, o] of reflector.entries()) {
         if (o.createdBy === cfgKey && o.owner === cfgKey) {
-          this.#created.add(namespaceOf(objectKey), cfgKey, `${rk}|${objectKey}`);
+          this.#created.add(namespaceOf(objectKey), cfgKey, rk, nameOf(objectKey));
         }
       }
     }
