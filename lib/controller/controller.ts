@@ -17,6 +17,7 @@ import { keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
 import { Pruner } from "../sync/pruner.ts";
+import { arrivalJudge } from "./arrival_judge.ts";
 import { ConfigChanges } from "./config_changes.ts";
 import { Freshness } from "./freshness.ts";
 import { NamespaceUnit } from "./namespace_unit.ts";
@@ -158,6 +159,8 @@ export class Controller {
       wants: (r, ns, name) => this.#itemOwners(r, ns, name).length > 0,
       // What a SyncConfig created costs an index entry only while it prunes (turning it on indexes what is there).
       prunes: (cfgKey) => this.#pruning.enabled(cfgKey),
+      // After a restart every object arrives at once: judged as it comes, its content is not kept (see arrival_judge).
+      judge: arrivalJudge(this.#compiled, this.namespaces),
       // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
       // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
       onCandidateChange: (ns, name) => this.#compiled.namedByDeleteItem(ns, name) && this.#freshness.changedIn(ns),

@@ -1,20 +1,29 @@
 /**
  * The object an item asks for in one namespace: the template rendered for the namespace, with espejo's marker
  * label and annotations, and never the item's ownerReferences (the live object's are kept by the applier: a wrong
- * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
+ * one would let the garbage collector delete the object). Pure.
  */
 import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../model/drift.ts";
-import { encodeBase64, hashOf, type KubeObject } from "../kube/objects.ts";
+import { encodeBase64, hashOfNow, type KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "./cached_object.ts";
 
 /** The desired object and its hash (also written as {@link HASH_ANNOTATION}). */
-export async function desiredObject(
+export function desiredObject(
   cfg: CompiledSyncConfig,
   item: SyncItemSpec,
   namespace: string,
 ): Promise<{ object: KubeObject; hash: string }> {
+  return Promise.resolve(desiredObjectNow(cfg, item, namespace));
+}
+
+/** {@link desiredObject}, synchronously (for a cache's decoder, which judges objects as they arrive). */
+export function desiredObjectNow(
+  cfg: CompiledSyncConfig,
+  item: SyncItemSpec,
+  namespace: string,
+): { object: KubeObject; hash: string } {
   const object = renderTemplate(item.template, namespace);
   const metadata = object.metadata ?? {};
   metadata.namespace = namespace;
@@ -25,7 +34,7 @@ export async function desiredObject(
   delete metadata.ownerReferences;
   object.metadata = metadata;
   normalizeWriteOnlyFields(object);
-  const hash = await hashOf(object);
+  const hash = hashOfNow(object);
   metadata.annotations[HASH_ANNOTATION] = hash;
   return { object, hash };
 }

@@ -33,6 +33,11 @@ export interface CacheEvents {
   wants?: (resource: ResourceInfo, namespace: string, name: string) => boolean;
   /** Whether SyncConfig `cfgKey` prunes: only then are the objects it created indexed (default: yes). */
   prunes?: (cfgKey: string) => boolean;
+  /**
+   * Judges an object read from a list or watch at once (its verdict recorded in `entry`), so that its content is
+   * not kept until a unit gets to it; one it does not judge keeps its content.
+   */
+  judge?: (resource: ResourceInfo, entry: CachedObject, namespace: string, name: string) => void;
 }
 
 const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
@@ -73,6 +78,9 @@ export class ResourceCaches {
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
+          if (reply !== true && entry.json !== undefined) {
+            this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
+          }
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
             this.#created.add(meta?.namespace ?? "", entry.createdBy, resourceKey(r), meta?.name ?? "");
           }
