@@ -78,7 +78,9 @@ export class ResourceCaches {
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
-          if (reply !== true && entry.json !== undefined) {
+          // Not while espejo writes it: this is most likely the echo of that write, whose reply is judged anyway.
+          const writing = this.#writing.has(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
+          if (reply !== true && entry.json !== undefined && !writing) {
             this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
           }
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
