@@ -50,12 +50,16 @@ export class ObjectStore<T> {
     return this.#entries.get(key) as Entry | undefined;
   }
 
-  /** The entry of `value` for the object at `resourceVersion` and `uid` (not stored yet: see {@link put}). */
+  /**
+   * The entry of `value` for the object at `resourceVersion` and `uid` (not stored yet: see {@link put}); packed at
+   * once if it has settled already (an object judged as a list brought it: thousands wait in a list's state).
+   */
   make(value: T, resourceVersion: string, uid: string | undefined): Entry {
     const v = value as { resourceVersion?: unknown; uid?: unknown } | null;
     const carries = typeof v === "object" && v !== null && !(v instanceof Wrapped) &&
       v.resourceVersion === resourceVersion && v.uid === uid;
-    return (carries ? value : new Wrapped(value, resourceVersion, uid)) as unknown as Entry;
+    const entry = (carries ? value : new Wrapped(value, resourceVersion, uid)) as unknown as Entry;
+    return this.#packed(entry) ?? entry;
   }
 
   put(key: string, entry: Entry): void {
@@ -103,15 +107,21 @@ export class ObjectStore<T> {
     this.#packQueued = false;
     for (const key of this.#toPack) {
       const e = this.#entries.get(key) as Entry | undefined;
-      if (e === undefined || typeof e === "string") continue;
-      const rv = this.versionOf(e);
-      const uid = this.uidOf(e);
-      if (uid === undefined || rv.includes(SEP) || uid.includes(SEP)) continue;
-      const packed = this.packing!.pack(this.valueOf(e));
-      // Joined, not concatenated: a concatenation is a tree of the parts it was made of, which it keeps alive.
-      if (packed !== undefined) this.#entries.set(key, [rv, uid, packed].join(SEP));
+      const packed = e && this.#packed(e);
+      if (packed !== undefined) this.#entries.set(key, packed);
     }
     this.#toPack.clear();
+  }
+
+  /** The packed form of entry `e`, or undefined while its value may change (or it cannot be packed). */
+  #packed(e: Entry): Entry | undefined {
+    if (!this.packing || typeof e === "string") return undefined;
+    const rv = this.versionOf(e);
+    const uid = this.uidOf(e);
+    if (uid === undefined || rv.includes(SEP) || uid.includes(SEP)) return undefined;
+    const packed = this.packing.pack(this.valueOf(e));
+    // Joined, not concatenated: a concatenation is a tree of the parts it was made of, which it keeps alive.
+    return packed === undefined ? undefined : [rv, uid, packed].join(SEP) as unknown as Entry;
   }
 }
 

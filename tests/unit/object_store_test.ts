@@ -63,3 +63,10 @@ Deno.test("ObjectStore: without a packing every value stays as it is", async () 
   await settle();
   assert.equal(typeof store.entry("ns/a"), "object");
 });
+
+Deno.test("ObjectStore: an entry made of a value that has settled already is packed at once", () => {
+  // Thousands of objects of a restart's list wait in the list's state, judged as they came: never as objects.
+  const store = new ObjectStore<Item>(packing);
+  assert.equal(store.make({ resourceVersion: "9", uid: "u", note: "in sync" }, "9", "u"), "9\nu\nin sync");
+  assert.equal(typeof store.make({ resourceVersion: "9", uid: "u", busy: true }, "9", "u"), "object");
+});
