@@ -58,8 +58,8 @@ export function renderMemoryByN(all: Any[]): string {
   if (steps.length) {
     lines.push(
       "",
-      "V8 heap used at rest, growth between sizes (each namespace brings its M×K objects; `deno task memory-terms` " +
-        "splits it by term):",
+      "V8 heap in use at rest, growth between sizes (each namespace brings its M×K objects). No collection is forced " +
+        "at rest, so the last burst's garbage may be in it; `deno task memory-terms` measures each term after one:",
       "",
       "| from N | to N | bytes per cached object | bytes per namespace (its objects included) |",
       "|---|---|---|---|",
