@@ -23,7 +23,7 @@ import { Reflector } from "../lib/kube/reflector.ts";
 import { AuditTail, countBy, percentile } from "./audit_tail.ts";
 import { aboutSyncConfig } from "../tests/integration/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
-import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
+import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
 import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
@@ -164,14 +164,7 @@ class Arrivals {
   readonly #stop = new AbortController();
 
   constructor(client: HttpKubeClient, readonly perNamespace: () => number) {
-    for (
-      const path of [
-        "/api/v1/configmaps",
-        "/apis/rbac.authorization.k8s.io/v1/roles",
-        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-        "/apis/networking.k8s.io/v1/networkpolicies",
-      ]
-    ) {
+    for (const path of ITEM_COLLECTIONS) {
       const r = new Reflector(client, {
         path,
         labelSelector: "sync.appuio.ch/managed-by=espejo",
@@ -680,14 +673,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
 /** Objects carrying espejo's label, counted by the bench's admin (a failed run's progress). */
 async function managedObjectCount(admin: HttpKubeClient): Promise<number> {
   let count = 0;
-  for (
-    const path of [
-      "/api/v1/configmaps",
-      "/apis/rbac.authorization.k8s.io/v1/roles",
-      "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-      "/apis/networking.k8s.io/v1/networkpolicies",
-    ]
-  ) {
+  for (const path of ITEM_COLLECTIONS) {
     const list = await admin.request<{ metadata?: { remainingItemCount?: number }; items: unknown[] }>({
       method: "GET",
       path,
