@@ -3,6 +3,8 @@ import type { AuditEvent } from "../testenv/controlplane.ts";
 
 export class AuditTail {
   #offset = 0;
+  /** Lines that were not JSON, skipped. */
+  unreadable = 0;
 
   constructor(private readonly path: string) {}
 
@@ -18,7 +20,13 @@ export class AuditTail {
   async read(keep: (e: AuditEvent) => boolean = () => true): Promise<AuditEvent[]> {
     const events: AuditEvent[] = [];
     this.#offset = await eachLine(this.path, this.#offset, (l) => {
-      const e = JSON.parse(l) as AuditEvent;
+      let e: AuditEvent;
+      try {
+        e = JSON.parse(l) as AuditEvent;
+      } catch {
+        this.unreadable++; // a line the API server wrote in pieces that interleaved (seen at 100,000 objects)
+        return;
+      }
       if (keep(e)) events.push(e);
     });
     return events;

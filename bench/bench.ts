@@ -652,8 +652,9 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     console.error(`bench: failed at N=${N}; last controller log lines:\n${tail.split("\n").slice(-15).join("\n")}`);
     const oomKills = cgroup ? await cgroup.oomKills() : 0;
     if (cgroup) console.error(`bench: OOM kills in the cgroup: ${oomKills}`);
-    // A controller that died (the memory limit's kill) is a result to report; anything else is the bench's bug.
-    if (!(e instanceof ControllerDied) && !oomKills) throw e;
+    // A controller that died (the memory limit's kill) is a result to report, and so is a size the bench could not
+    // finish: the other sizes still run.
+    if (!(e instanceof ControllerDied)) console.error(e);
     await running?.stop().catch(() => {});
     const objects = await managedObjectCount(admin).catch(() => undefined);
     return {
@@ -685,43 +686,52 @@ async function managedObjectCount(admin: HttpKubeClient): Promise<number> {
 }
 
 const all: (SizeResult | FailedSize)[] = [];
-for (const n of sizes) all.push(await runSize(n));
-const results = all.filter((r): r is SizeResult => !("failure" in r));
 const meta = {
   date: new Date().toISOString(),
   command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}${values.limits ? " --limits" : ""}${
-    values.name === "latest" ? "" : ` --name ${values.name}`
-  }`,
+    scale ? " --scale" : ""
+  }${values.name === "latest" ? "" : ` --name ${values.name}`}`,
   cpus: navigator.hardwareConcurrency,
 };
 const outDir = join(repoRoot, "bench", "results");
-await Deno.mkdir(outDir, { recursive: true });
-await Deno.writeTextFile(
-  join(outDir, `${values.name}.json`),
-  JSON.stringify({ ...meta, results, failed: all.filter((r) => "failure" in r) }, null, 2) + "\n",
-);
-if (values.limits) await Deno.writeTextFile(join(outDir, `${values.name}-memory-by-n.svg`), memoryByNChart(all));
-const md = renderMarkdown(results, meta) + (values.limits ? `\n${renderMemoryByN(all)}` : "");
-await Deno.writeTextFile(join(outDir, `${values.name}.md`), md);
-await Deno.writeTextFile(join(outDir, `${values.name}.svg`), renderSvg(results));
-const timelines = results.filter((r) => r.timeline);
-await Deno.writeTextFile(
-  join(outDir, `${values.name}-requests.svg`),
-  lineChart(
-    "espejo's API requests per second over a bench run (watches excluded)",
-    "seconds since the run started",
-    "requests / s",
-    timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.requests })),
-  ),
-);
-await Deno.writeTextFile(
-  join(outDir, `${values.name}-memory.svg`),
-  lineChart(
-    "espejo's resident memory over a bench run",
-    "seconds since the run started",
-    "MiB",
-    timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.memoryMiB })),
-  ),
-);
+let md = "";
+// Written after each size: a run of many minutes that fails at its largest size keeps the others.
+for (const n of sizes) {
+  all.push(await runSize(n));
+  md = await writeResults(all);
+}
 console.log(md);
 Deno.exit(0);
+
+async function writeResults(all: (SizeResult | FailedSize)[]): Promise<string> {
+  const results = all.filter((r): r is SizeResult => !("failure" in r)).sort((a, b) => a.n - b.n);
+  await Deno.mkdir(outDir, { recursive: true });
+  await Deno.writeTextFile(
+    join(outDir, `${values.name}.json`),
+    JSON.stringify({ ...meta, results, failed: all.filter((r) => "failure" in r) }, null, 2) + "\n",
+  );
+  if (values.limits) await Deno.writeTextFile(join(outDir, `${values.name}-memory-by-n.svg`), memoryByNChart(all));
+  const md = renderMarkdown(results, meta) + (values.limits ? `\n${renderMemoryByN(all)}` : "");
+  await Deno.writeTextFile(join(outDir, `${values.name}.md`), md);
+  await Deno.writeTextFile(join(outDir, `${values.name}.svg`), renderSvg(results));
+  const timelines = results.filter((r) => r.timeline);
+  await Deno.writeTextFile(
+    join(outDir, `${values.name}-requests.svg`),
+    lineChart(
+      "espejo's API requests per second over a bench run (watches excluded)",
+      "seconds since the run started",
+      "requests / s",
+      timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.requests })),
+    ),
+  );
+  await Deno.writeTextFile(
+    join(outDir, `${values.name}-memory.svg`),
+    lineChart(
+      "espejo's resident memory over a bench run",
+      "seconds since the run started",
+      "MiB",
+      timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.memoryMiB })),
+    ),
+  );
+  return md;
+}
