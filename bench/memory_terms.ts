@@ -19,7 +19,6 @@ import { Registry } from "../lib/controller/registry.ts";
 import { WorkQueue } from "../lib/controller/queue.ts";
 import { PRIORITIES } from "../lib/controller/work_items.ts";
 import { Metrics } from "../lib/metrics/metrics.ts";
-import { HASH_ANNOTATION } from "../lib/model/drift.ts";
 import { desiredObject, desiredObjectNow } from "../lib/sync/desired.ts";
 import { compileSyncConfig, type SyncConfig } from "../lib/model/syncconfig.ts";
 import { benchSyncConfig } from "./workload.ts";
