@@ -23,9 +23,10 @@ import { Reflector } from "../lib/kube/reflector.ts";
 import { AuditTail, countBy, percentile } from "./audit_tail.ts";
 import { aboutSyncConfig } from "../tests/integration/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
-import { BENCH_LABEL, benchSyncConfig, ITEMS_PER_CONFIG } from "./workload.ts";
+import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
 import { Cgroup, MemorySampler } from "./limits.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
+import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
 import { colorOf, lineChart } from "./charts.ts";
 import { timelineOf } from "./timeline.ts";
 import { shippedFlags } from "../testenv/permissions.ts";
@@ -46,6 +47,9 @@ const { values } = parseArgs({
     limits: { type: "boolean", default: false },
     // The results' file names: bench/results/<name>.{json,md,svg} and <name>-{requests,memory}.svg.
     name: { type: "string", default: "latest" },
+    // Only what the goal at scale needs (memory, a new namespace, a burst, a restart, a steady pass): leaves out the
+    // edited item, pruning, the full-compare pass and the latencies during it and as a cluster admin.
+    scale: { type: "boolean", default: false },
   },
 });
 const LIMIT_MEMORY = 100 * 2 ** 20;
@@ -54,6 +58,10 @@ const LIMIT_CPU = 0.3;
 const slowdown = values.limits ? 1 / LIMIT_CPU : 1;
 const sizes = values.sizes!.split(",").map(Number);
 const samples = Number(values.samples);
+const scale = values.scale!;
+
+/** How long a burst over N namespaces may take: 600 s, or about 0.3 s per namespace inside the limits' CPU. */
+const convergenceTimeoutMs = (n: number) => Math.max(600_000, n * 100 * slowdown);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (s: string) => console.error(`bench: ${s}`);
@@ -62,13 +70,14 @@ async function until<T>(
   what: string,
   check: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 600_000,
+  everyMs = 25,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
     if (v) return v;
     if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
-    await sleep(25);
+    await sleep(everyMs);
   }
 }
 
@@ -82,6 +91,9 @@ async function pool<T>(items: T[], concurrency: number, fn: (t: T) => Promise<un
 /** The controller as a process, with its /metrics. */
 class ControllerProcess {
   child!: Deno.ChildProcess;
+  /** Set when the process ended on its own (killed by the memory limit, crashed): waits stop at once. */
+  exited = false;
+  #stopping = false;
   readonly memory = new MemorySampler();
   constructor(
     readonly kubeconfig: string,
@@ -114,6 +126,9 @@ class ControllerProcess {
       env: { ...imageEnvironment(), WATCH_NAMESPACE: CONFIG_NS },
       stdin: "null",
     }).spawn();
+    this.exited = false;
+    this.#stopping = false;
+    void this.child.status.then(() => this.exited = !this.#stopping);
     this.memory.start(this.child.pid);
     await until("controller ready", async () => {
       try {
@@ -124,16 +139,24 @@ class ControllerProcess {
     }, 60_000 * slowdown);
   }
 
+  /** Throws when the controller ended on its own; the bench reports that size as failed, with its OOM kills. */
+  alive(): void {
+    if (this.exited) throw new ControllerDied(`the controller exited during the run`);
+  }
+
   async metrics(): Promise<Samples> {
     return parsePrometheusText(await (await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`)).text());
   }
 
   async stop(): Promise<void> {
+    this.#stopping = true;
     this.memory.stop();
     this.child.kill("SIGTERM");
     await this.child.status;
   }
 }
+
+class ControllerDied extends Error {}
 
 /** Watches the objects espejo writes, to time when a namespace has all its items. */
 class Arrivals {
@@ -142,14 +165,7 @@ class Arrivals {
   readonly #stop = new AbortController();
 
   constructor(client: HttpKubeClient, readonly perNamespace: () => number) {
-    for (
-      const path of [
-        "/api/v1/configmaps",
-        "/apis/rbac.authorization.k8s.io/v1/roles",
-        "/apis/rbac.authorization.k8s.io/v1/rolebindings",
-        "/apis/networking.k8s.io/v1/networkpolicies",
-      ]
-    ) {
+    for (const path of ITEM_COLLECTIONS) {
       const r = new Reflector(client, {
         path,
         labelSelector: "sync.appuio.ch/managed-by=espejo",
@@ -295,8 +311,9 @@ async function statusSynced(admin: HttpKubeClient, name: string): Promise<number
   return sc.status?.synchronizedItemCount ?? 0;
 }
 
-async function runSize(N: number): Promise<SizeResult> {
+async function runSize(N: number): Promise<SizeResult | FailedSize> {
   let cgroup: Cgroup | undefined;
+  let running: ControllerProcess | undefined;
   log(`N=${N}: starting a control plane`);
   const cp = await ControlPlane.start({ audit: true, log: () => {} });
   const startedMs = Date.now();
@@ -310,12 +327,19 @@ async function runSize(N: number): Promise<SizeResult> {
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
     const [metricsPort, healthPort] = await freePorts(2);
     cgroup = values.limits ? await Cgroup.create("espejo-bench", LIMIT_MEMORY, LIMIT_CPU) : undefined;
-    const ctl = new ControllerProcess(kubeconfig, metricsPort, healthPort, join(dir, "controller.log"), cgroup);
+    const ctl = running = new ControllerProcess(
+      kubeconfig,
+      metricsPort,
+      healthPort,
+      join(dir, "controller.log"),
+      cgroup,
+    );
     const audit = new AuditTail(cp.auditLogPath);
 
     log(`N=${N}: creating ${N} namespaces and ${M} SyncConfigs`);
     const names = Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`);
-    await pool(names, 16, (n) => createNamespace(admin, n));
+    // In parallel: the API server takes dozens at once, and 5000 one after the other take minutes.
+    await pool(names, 64, (n) => createNamespace(admin, n));
     for (let i = 0; i < M; i++) {
       await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(i) });
     }
@@ -327,10 +351,17 @@ async function runSize(N: number): Promise<SizeResult> {
     await audit.skip();
     const t0 = performance.now();
     await ctl.start(3600);
-    await until("initial convergence", async () => {
-      for (let i = 0; i < M; i++) if ((await statusSynced(admin, `bench-c${i}`)) !== total * K) return false;
-      return true;
-    });
+    // Polled once a second: the API server and the audit log are shared with the controller being measured.
+    await until(
+      "initial convergence",
+      async () => {
+        ctl.alive();
+        for (let i = 0; i < M; i++) if ((await statusSynced(admin, `bench-c${i}`)) !== total * K) return false;
+        return true;
+      },
+      convergenceTimeoutMs(N),
+      1000,
+    );
     await quiet(ctl);
     const convergence = {
       seconds: (performance.now() - t0) / 1000,
@@ -371,7 +402,15 @@ async function runSize(N: number): Promise<SizeResult> {
     const dStart = performance.now();
     configs++;
     await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(M) });
-    await until("new SyncConfig converged", async () => (await statusSynced(admin, `bench-c${M}`)) === total * K);
+    await until(
+      "new SyncConfig converged",
+      async () => {
+        ctl.alive();
+        return (await statusSynced(admin, `bench-c${M}`)) === total * K;
+      },
+      convergenceTimeoutMs(N),
+      1000,
+    );
     const dSeconds = (performance.now() - dStart) / 1000;
     await quiet(ctl);
     const dEvents = byIdentity(await audit.read(), identity);
@@ -387,72 +426,76 @@ async function runSize(N: number): Promise<SizeResult> {
       namespaces: total,
     };
 
-    log(`N=${N}: (e) edit one item`);
-    // (e) edit one item of one SyncConfig
-    await audit.skip();
-    const before = sumOf(await ctl.metrics(), "espejo_object_writes_total", { action: "update" });
-    await admin.request({
-      method: "PATCH",
-      path: `${SC_API}/bench-c0`,
-      contentType: "application/merge-patch+json",
-      body: { spec: (benchSyncConfig(0, "2") as { spec: unknown }).spec },
-    });
-    await until(
-      "edit applied",
-      async () => sumOf(await ctl.metrics(), "espejo_object_writes_total", { action: "update" }) >= before + total,
-    );
-    await quiet(ctl);
-    const eEvents = byIdentity(await audit.read(), identity);
-    const e = {
-      writes: eEvents.filter((ev) => ["create", "update", "delete"].includes(ev.verb) && !aboutSyncConfig(ev)).length,
-      byVerb: verbs(eEvents),
-      namespaces: total,
-    };
+    let e: SizeResult["e"];
+    let p: SizeResult["p"];
+    if (!scale) {
+      log(`N=${N}: (e) edit one item`);
+      // (e) edit one item of one SyncConfig
+      await audit.skip();
+      const before = sumOf(await ctl.metrics(), "espejo_object_writes_total", { action: "update" });
+      await admin.request({
+        method: "PATCH",
+        path: `${SC_API}/bench-c0`,
+        contentType: "application/merge-patch+json",
+        body: { spec: (benchSyncConfig(0, "2") as { spec: unknown }).spec },
+      });
+      await until(
+        "edit applied",
+        async () => sumOf(await ctl.metrics(), "espejo_object_writes_total", { action: "update" }) >= before + total,
+      );
+      await quiet(ctl);
+      const eEvents = byIdentity(await audit.read(), identity);
+      e = {
+        writes: eEvents.filter((ev) => ["create", "update", "delete"].includes(ev.verb) && !aboutSyncConfig(ev)).length,
+        byVerb: verbs(eEvents),
+        namespaces: total,
+      };
 
-    log(`N=${N}: (p) prune: one item removed from a SyncConfig with pruning on`);
-    // (p) pruning turned on for the SyncConfig of (d) (its one write: the finalizer), then one item removed: the
-    // objects espejo created for it go, one delete per namespace, and nothing else is written.
-    await audit.skip();
-    const pruned = async () => sumOf(await ctl.metrics(), "espejo_prunes_total");
-    const prunedBefore = await pruned();
-    const pruneSc = `${SC_API}/bench-c${M}`;
-    await admin.request({
-      method: "PATCH",
-      path: pruneSc,
-      contentType: "application/merge-patch+json",
-      body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
-    });
-    await until("prune finalizer added", async () => {
-      const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: pruneSc });
-      return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
-    });
-    const fullSpec = benchSyncConfig(M) as { spec: { syncItems: unknown[] } };
-    await admin.request({
-      method: "PATCH",
-      path: pruneSc,
-      contentType: "application/merge-patch+json",
-      body: { spec: { ...fullSpec.spec, syncItems: fullSpec.spec.syncItems.slice(1) } },
-    });
-    await until("item pruned everywhere", async () => (await pruned()) >= prunedBefore + total);
-    await quiet(ctl);
-    const pEvents = byIdentity(await audit.read(), identity).filter((ev) => ev.verb !== "get" && ev.verb !== "list");
-    const p = {
-      deletes: pEvents.filter((ev) => ev.verb === "delete" && !aboutSyncConfig(ev)).length,
-      otherObjectWrites: pEvents.filter((ev) => ev.verb !== "delete" && !aboutSyncConfig(ev)).length,
-      finalizerWrites: pEvents.filter((ev) => ev.objectRef?.resource === "syncconfigs" && !ev.objectRef.subresource)
-        .length,
-      namespaces: total,
-    };
-    // The item back, so that the later phases measure the same workload as before (pruning stays on: the steady
-    // passes of phase 2 measure it).
-    await admin.request({
-      method: "PATCH",
-      path: pruneSc,
-      contentType: "application/merge-patch+json",
-      body: { spec: fullSpec.spec },
-    });
-    await until("removed item restored", async () => (await statusSynced(admin, `bench-c${M}`)) === total * K);
-    await quiet(ctl);
+      log(`N=${N}: (p) prune: one item removed from a SyncConfig with pruning on`);
+      // (p) pruning turned on for the SyncConfig of (d) (its one write: the finalizer), then one item removed: the
+      // objects espejo created for it go, one delete per namespace, and nothing else is written.
+      await audit.skip();
+      const pruned = async () => sumOf(await ctl.metrics(), "espejo_prunes_total");
+      const prunedBefore = await pruned();
+      const pruneSc = `${SC_API}/bench-c${M}`;
+      await admin.request({
+        method: "PATCH",
+        path: pruneSc,
+        contentType: "application/merge-patch+json",
+        body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
+      });
+      await until("prune finalizer added", async () => {
+        const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: pruneSc });
+        return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
+      });
+      const fullSpec = benchSyncConfig(M) as { spec: { syncItems: unknown[] } };
+      await admin.request({
+        method: "PATCH",
+        path: pruneSc,
+        contentType: "application/merge-patch+json",
+        body: { spec: { ...fullSpec.spec, syncItems: fullSpec.spec.syncItems.slice(1) } },
+      });
+      await until("item pruned everywhere", async () => (await pruned()) >= prunedBefore + total);
+      await quiet(ctl);
+      const pEvents = byIdentity(await audit.read(), identity).filter((ev) => ev.verb !== "get" && ev.verb !== "list");
+      p = {
+        deletes: pEvents.filter((ev) => ev.verb === "delete" && !aboutSyncConfig(ev)).length,
+        otherObjectWrites: pEvents.filter((ev) => ev.verb !== "delete" && !aboutSyncConfig(ev)).length,
+        finalizerWrites: pEvents.filter((ev) => ev.objectRef?.resource === "syncconfigs" && !ev.objectRef.subresource)
+          .length,
+        namespaces: total,
+      };
+      // The item back, so that the later phases measure the same workload as before (pruning stays on: the steady
+      // passes of phase 2 measure it).
+      await admin.request({
+        method: "PATCH",
+        path: pruneSc,
+        contentType: "application/merge-patch+json",
+        body: { spec: fullSpec.spec },
+      });
+      await until("removed item restored", async () => (await statusSynced(admin, `bench-c${M}`)) === total * K);
+      await quiet(ctl);
+    }
 
     // Peak memory of phase 1: the initial convergence and the new SyncConfig's burst.
     const convergencePeak = { anonMiB: ctl.memory.peakAnonKiB / 1024, rssMiB: ctl.memory.peakRssKiB / 1024 };
@@ -463,98 +506,113 @@ async function runSize(N: number): Promise<SizeResult> {
       rssMiB: sumOf(fMetrics, "process_resident_memory_bytes") / 2 ** 20,
       ...(await residentParts(ctl.child.pid)),
       managedObjects: managedObjects(fMetrics),
+      heapUsedMiB: sumOf(fMetrics, "nodejs_heap_size_used_bytes") / 2 ** 20,
     };
     await ctl.stop();
 
-    log(`N=${N}: phase 2: restart, comparing every namespace in every pass`);
-    // Phase 2: restart with a short interval, every pass a full comparison.
+    // Phase 2: restarts with a short interval. The restart's peak is its own, not phase 1's.
     const interval = Math.max(3, Math.ceil(N / 250));
-    await audit.skip();
-    await ctl.start(interval, ["--full-compare-interval=0"]);
-    log(`N=${N}: restarted`);
-    await until(
-      "restart syncs done",
-      async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total,
-      60_000 * slowdown,
-    );
-    await quiet(ctl, 300);
-    const gEvents = byIdentity(await audit.read(), identity);
-    const g = {
-      byVerb: verbs(gEvents),
-      // Writes to target objects (not the Events about SyncConfigs), by verb and resource.
-      objectWrites: countBy(
-        gEvents.filter((ev) => ["create", "update", "patch", "delete"].includes(ev.verb) && !aboutSyncConfig(ev)),
-        (ev) => `${ev.verb} ${ev.objectRef?.resource}`,
-      ),
+    ctl.memory.resetPeaks();
+    const restart = async (extraArgs: string[]) => {
+      await audit.skip();
+      await ctl.start(interval, extraArgs);
+      await until(
+        "restart syncs done",
+        async () => {
+          ctl.alive();
+          return sumOf(await ctl.metrics(), "espejo_syncs_total") >= total;
+        },
+        convergenceTimeoutMs(N),
+        250,
+      );
+      await quiet(ctl, 300);
+      const gEvents = byIdentity(await audit.read(), identity);
+      return {
+        byVerb: verbs(gEvents),
+        // Writes to target objects (not the Events about SyncConfigs), by verb and resource.
+        objectWrites: countBy(
+          gEvents.filter((ev) => ["create", "update", "patch", "delete"].includes(ev.verb) && !aboutSyncConfig(ev)),
+          (ev) => `${ev.verb} ${ev.objectRef?.resource}`,
+        ),
+      };
     };
-    const restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
-
-    log(`N=${N}: (b) one full-compare pass`);
-    const full = await measurePass(ctl, audit, identity, interval);
-    const intervalCount = async () => sumOf(await ctl.metrics(), "espejo_syncs_total", { trigger: "interval" });
-
-    log(`N=${N}: (c) latency during passes`);
-    // (c) latency of namespaces created while a full pass is running
+    let g: SizeResult["g"] | undefined;
+    let full: PassFigures | undefined;
     const passLatencies: number[] = [];
-    let created = 0;
-    const deadline = Date.now() + 600_000;
-    while (passLatencies.length < samples && Date.now() < deadline) {
-      // A pass is running when the interval counter moved since the last look. Looks are 50 ms apart: serving
-      // /metrics costs the controller 5-25 ms of its one thread, and polling harder would slow the pass it measures.
-      const before = await intervalCount();
-      await sleep(50);
-      if ((await intervalCount()) === before) continue;
-      // One at a time: a batch would measure new namespaces queueing behind each other, not behind the pass.
-      const batch = [`bench-busy-${created++}`];
-      const starts = await Promise.all(batch.map(async (name) => {
-        const start = performance.now();
-        await createNamespace(admin, name);
-        return start;
-      }));
-      total += batch.length;
-      await until("busy namespaces synced", () => batch.every((n) => arrivals.completedAt.has(n)), 60_000 * slowdown);
-      batch.forEach((n, i) => passLatencies.push(arrivals.completedAt.get(n)! - starts[i]));
+    if (!scale) {
+      log(`N=${N}: phase 2: restart, comparing every namespace in every pass`);
+      g = await restart(["--full-compare-interval=0"]);
+      log(`N=${N}: (b) one full-compare pass`);
+      full = await measurePass(ctl, audit, identity, interval);
+      const intervalCount = async () => sumOf(await ctl.metrics(), "espejo_syncs_total", { trigger: "interval" });
+
+      log(`N=${N}: (c) latency during passes`);
+      // (c) latency of namespaces created while a full pass is running
+      let created = 0;
+      const deadline = Date.now() + 600_000;
+      while (passLatencies.length < samples && Date.now() < deadline) {
+        // A pass is running when the interval counter moved since the last look. Looks are 50 ms apart: serving
+        // /metrics costs the controller 5-25 ms of its one thread, and polling harder would slow the pass it measures.
+        const before = await intervalCount();
+        await sleep(50);
+        if ((await intervalCount()) === before) continue;
+        // One at a time: a batch would measure new namespaces queueing behind each other, not behind the pass.
+        const batch = [`bench-busy-${created++}`];
+        const starts = await Promise.all(batch.map(async (name) => {
+          const start = performance.now();
+          await createNamespace(admin, name);
+          return start;
+        }));
+        total += batch.length;
+        await until(
+          "busy namespaces synced",
+          () => batch.every((n) => arrivals.completedAt.has(n)),
+          60_000 * slowdown,
+        );
+        batch.forEach((n, i) => passLatencies.push(arrivals.completedAt.get(n)! - starts[i]));
+      }
+      await ctl.stop();
     }
-    await ctl.stop();
 
     log(`N=${N}: (b) restart as deployed: passes skip namespaces found in sync`);
-    await ctl.start(interval);
-    await until(
-      "restart syncs done",
-      async () => sumOf(await ctl.metrics(), "espejo_syncs_total") >= total,
-      60_000 * slowdown,
-    );
+    const asDeployed = await restart([]);
+    g ??= asDeployed;
+    const restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
     // The first pass after a start compares everything; the ones after it are what a steady cluster sees.
     const passes = async () => sumOf(await ctl.metrics(), "espejo_full_pass_duration_seconds_count");
-    await until("a first pass", async () => (await passes()) >= 1 || undefined, interval * 3000 * slowdown);
+    await until("a first pass", async () => (await passes()) >= 1 || undefined, convergenceTimeoutMs(N), 250);
     await quiet(ctl, 300);
     const skip = await measurePass(ctl, audit, identity, interval);
     await ctl.stop();
 
-    log(`N=${N}: (c) idle latency once more, as a cluster admin (no RBAC escalation checks)`);
-    const adminKubeconfig = join(dir, "admin-kubeconfig");
-    await Deno.writeTextFile(adminKubeconfig, kubeconfigYaml(cp.server, cp.caPem, cp.admin));
-    const asAdmin = new ControllerProcess(
-      adminKubeconfig,
-      metricsPort,
-      healthPort,
-      join(dir, "controller.log"),
-      cgroup,
-    );
-    await asAdmin.start(3600);
-    await until(
-      "restart syncs done",
-      async () => sumOf(await asAdmin.metrics(), "espejo_syncs_total") >= total,
-      60_000,
-    );
-    await quiet(asAdmin, 300);
-    const adminRun = await measureIdle(asAdmin, admin, arrivals, "bench-idle-admin");
-    const idleAsAdmin = {
-      n: adminRun.latencies.length,
-      p50: percentile(adminRun.latencies, 50),
-      p99: percentile(adminRun.latencies, 99),
-    };
-    await asAdmin.stop();
+    let idleAsAdmin: SizeResult["c"]["idleAsAdmin"];
+    if (!scale) {
+      log(`N=${N}: (c) idle latency once more, as a cluster admin (no RBAC escalation checks)`);
+      const adminKubeconfig = join(dir, "admin-kubeconfig");
+      await Deno.writeTextFile(adminKubeconfig, kubeconfigYaml(cp.server, cp.caPem, cp.admin));
+      const asAdmin = new ControllerProcess(
+        adminKubeconfig,
+        metricsPort,
+        healthPort,
+        join(dir, "controller.log"),
+        cgroup,
+      );
+      await asAdmin.start(3600);
+      await until(
+        "restart syncs done",
+        async () => sumOf(await asAdmin.metrics(), "espejo_syncs_total") >= total,
+        convergenceTimeoutMs(N),
+        250,
+      );
+      await quiet(asAdmin, 300);
+      const adminRun = await measureIdle(asAdmin, admin, arrivals, "bench-idle-admin");
+      idleAsAdmin = {
+        n: adminRun.latencies.length,
+        p50: percentile(adminRun.latencies, 50),
+        p99: percentile(adminRun.latencies, 99),
+      };
+      await asAdmin.stop();
+    }
     arrivals.stop();
     const timeline = await timelineOf(cp.auditLogPath, identity.username, ctl.memory.timeline, startedMs);
 
@@ -569,14 +627,16 @@ async function runSize(N: number): Promise<SizeResult> {
         idle: { n: idleLatencies.length, p50: percentile(idleLatencies, 50), p99: percentile(idleLatencies, 99) },
         idleInController: idleRun.inController,
         idleAsAdmin,
-        duringPass: { n: passLatencies.length, p50: percentile(passLatencies, 50), p99: percentile(passLatencies, 99) },
+        duringPass: scale
+          ? undefined
+          : { n: passLatencies.length, p50: percentile(passLatencies, 50), p99: percentile(passLatencies, 99) },
       },
       d,
       e,
       p,
       timeline,
       f,
-      g,
+      g: g!,
       h: cgroup
         ? {
           memoryLimitMiB: LIMIT_MEMORY / 2 ** 20,
@@ -592,8 +652,19 @@ async function runSize(N: number): Promise<SizeResult> {
   } catch (e) {
     const tail = await Deno.readTextFile(join(dir, "controller.log")).catch(() => "");
     console.error(`bench: failed at N=${N}; last controller log lines:\n${tail.split("\n").slice(-15).join("\n")}`);
-    if (cgroup) console.error(`bench: OOM kills in the cgroup: ${await cgroup.oomKills()}`);
-    throw e;
+    const oomKills = cgroup ? await cgroup.oomKills() : 0;
+    if (cgroup) console.error(`bench: OOM kills in the cgroup: ${oomKills}`);
+    // A controller that died (the memory limit's kill) is a result to report, and so is a size the bench could not
+    // finish: the other sizes still run.
+    if (!(e instanceof ControllerDied)) console.error(e);
+    await running?.stop().catch(() => {});
+    const objects = await managedObjectCount(admin).catch(() => undefined);
+    return {
+      n: N,
+      failure: `${e instanceof Error ? e.message : e}${objects === undefined ? "" : ` after ${objects} objects`}`,
+      oomKills,
+      peakAnonMiB: (running?.memory.peakAnonKiB ?? 0) / 1024,
+    };
   } finally {
     admin.close();
     await cp.stop();
@@ -602,39 +673,67 @@ async function runSize(N: number): Promise<SizeResult> {
   }
 }
 
-const results: SizeResult[] = [];
-for (const n of sizes) results.push(await runSize(n));
+/** Objects carrying espejo's label, counted by the bench's admin (a failed run's progress). */
+async function managedObjectCount(admin: HttpKubeClient): Promise<number> {
+  let count = 0;
+  for (const path of ITEM_COLLECTIONS) {
+    const list = await admin.request<{ metadata?: { remainingItemCount?: number }; items: unknown[] }>({
+      method: "GET",
+      path,
+      query: { labelSelector: "sync.appuio.ch/managed-by=espejo", limit: 1 },
+    });
+    count += list.items.length + (list.metadata?.remainingItemCount ?? 0);
+  }
+  return count;
+}
+
+const all: (SizeResult | FailedSize)[] = [];
 const meta = {
   date: new Date().toISOString(),
   command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}${values.limits ? " --limits" : ""}${
-    values.name === "latest" ? "" : ` --name ${values.name}`
-  }`,
+    scale ? " --scale" : ""
+  }${values.name === "latest" ? "" : ` --name ${values.name}`}`,
   cpus: navigator.hardwareConcurrency,
 };
 const outDir = join(repoRoot, "bench", "results");
-await Deno.mkdir(outDir, { recursive: true });
-await Deno.writeTextFile(join(outDir, `${values.name}.json`), JSON.stringify({ ...meta, results }, null, 2) + "\n");
-const md = renderMarkdown(results, meta);
-await Deno.writeTextFile(join(outDir, `${values.name}.md`), md);
-await Deno.writeTextFile(join(outDir, `${values.name}.svg`), renderSvg(results));
-const timelines = results.filter((r) => r.timeline);
-await Deno.writeTextFile(
-  join(outDir, `${values.name}-requests.svg`),
-  lineChart(
-    "espejo's API requests per second over a bench run (watches excluded)",
-    "seconds since the run started",
-    "requests / s",
-    timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.requests })),
-  ),
-);
-await Deno.writeTextFile(
-  join(outDir, `${values.name}-memory.svg`),
-  lineChart(
-    "espejo's resident memory over a bench run",
-    "seconds since the run started",
-    "MiB",
-    timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.memoryMiB })),
-  ),
-);
+let md = "";
+// Written after each size: a run of many minutes that fails at its largest size keeps the others.
+for (const n of sizes) {
+  all.push(await runSize(n));
+  md = await writeResults(all);
+}
 console.log(md);
 Deno.exit(0);
+
+async function writeResults(all: (SizeResult | FailedSize)[]): Promise<string> {
+  const results = all.filter((r): r is SizeResult => !("failure" in r)).sort((a, b) => a.n - b.n);
+  await Deno.mkdir(outDir, { recursive: true });
+  await Deno.writeTextFile(
+    join(outDir, `${values.name}.json`),
+    JSON.stringify({ ...meta, results, failed: all.filter((r) => "failure" in r) }, null, 2) + "\n",
+  );
+  if (values.limits) await Deno.writeTextFile(join(outDir, `${values.name}-memory-by-n.svg`), memoryByNChart(all));
+  const md = renderMarkdown(results, meta) + (values.limits ? `\n${renderMemoryByN(all)}` : "");
+  await Deno.writeTextFile(join(outDir, `${values.name}.md`), md);
+  await Deno.writeTextFile(join(outDir, `${values.name}.svg`), renderSvg(results));
+  const timelines = results.filter((r) => r.timeline);
+  await Deno.writeTextFile(
+    join(outDir, `${values.name}-requests.svg`),
+    lineChart(
+      "espejo's API requests per second over a bench run (watches excluded)",
+      "seconds since the run started",
+      "requests / s",
+      timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.requests })),
+    ),
+  );
+  await Deno.writeTextFile(
+    join(outDir, `${values.name}-memory.svg`),
+    lineChart(
+      "espejo's resident memory over a bench run",
+      "seconds since the run started",
+      "MiB",
+      timelines.map((r, i) => ({ label: `N=${r.n}`, color: colorOf(i), points: r.timeline!.memoryMiB })),
+    ),
+  );
+  return md;
+}

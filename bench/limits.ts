@@ -38,6 +38,12 @@ export class MemorySampler {
     }, 100);
   }
 
+  /** The next peaks count from now (a restart's are its own). */
+  resetPeaks(): void {
+    this.peakAnonKiB = 0;
+    this.peakRssKiB = 0;
+  }
+
   stop(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;

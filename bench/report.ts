@@ -16,14 +16,15 @@ export interface SizeResult {
   convergence: { seconds: number; byVerb: Record<string, number> };
   a: { byVerb: Record<string, number>; otherNamespaces: number; statusWrites: number; events: number };
   /** A steady pass as it runs normally (namespaces found in sync are skipped), and one that compares everything. */
-  b: { skip: PassFigures; full: PassFigures };
+  b: { skip: PassFigures; full?: PassFigures };
   /** `idleInController`: mean queue wait and duration of the controller's unit for a new namespace (writes included). */
   c: {
     idle: Latency;
-    duringPass: Latency;
+    /** Not measured by `--scale` runs, nor `idleAsAdmin`, `b.full`, `e` and `p`. */
+    duringPass?: Latency;
     idleInController: { queueMs: number; unitMs: number };
     /** The same idle measurement with the controller running as a cluster admin (no RBAC escalation checks). */
-    idleAsAdmin: Latency;
+    idleAsAdmin?: Latency;
   };
   d: {
     seconds: number;
@@ -34,12 +35,13 @@ export interface SizeResult {
     /** Namespace units it cost (a unit per namespace is the least). */
     units?: number;
   };
-  e: { writes: number; byVerb: Record<string, number>; namespaces: number };
+  e?: { writes: number; byVerb: Record<string, number>; namespaces: number };
   /** Requests per second and memory over the run, for the charts (absent in older results). */
   timeline?: Timeline;
   /** One item removed from a SyncConfig with pruning on (absent in results from before pruning). */
   p?: { deletes: number; otherObjectWrites: number; finalizerWrites: number; namespaces: number };
-  f: { rssMiB: number; anonMiB: number; fileMiB: number; managedObjects: number };
+  /** `heapUsedMiB`: V8's heap in use at rest (absent in older results). */
+  f: { rssMiB: number; anonMiB: number; fileMiB: number; managedObjects: number; heapUsedMiB?: number };
   g: { byVerb: Record<string, number>; objectWrites?: Record<string, number> };
   /** With `--limits`: the controller ran inside the Go espejo's container limits. */
   h?: LimitFigures & { restartPeakAnonMiB: number };
@@ -60,6 +62,8 @@ const verbs = (v: Record<string, number>) =>
   Object.keys(v).length ? Object.entries(v).sort().map(([k, n]) => `${n} ${k}`).join(", ") : "none";
 const ms = (v: number) => (Number.isFinite(v) ? `${Math.round(v)} ms` : "n/a");
 const mark = (ok: boolean) => (ok ? "✅" : "❌");
+/** A cell of a phase that this run left out (`--scale`). */
+const measured = <T>(v: T | undefined, cell: (v: T) => string) => (v === undefined ? "–" : cell(v));
 
 export function renderMarkdown(results: SizeResult[], meta: { date: string; command: string; cpus: number }): string {
   const lines = [
@@ -99,11 +103,11 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
         mark(r.b.skip.cpuSeconds < 0.2)
       }`,
   );
-  row("(b) full-compare pass (every 10 min): requests", "0", (r) => requests(r.b.full));
+  row("(b) full-compare pass (every 10 min): requests", "0", (r) => measured(r.b.full, requests));
   row(
     "(b) full-compare pass: namespaces synced / wall time / CPU",
     "",
-    (r) => `${r.b.full.synced} / ${seconds(r.b.full.passSeconds)} / ${seconds(r.b.full.cpuSeconds)}`,
+    (r) => measured(r.b.full, (f) => `${f.synced} / ${seconds(f.passSeconds)} / ${seconds(f.cpuSeconds)}`),
   );
   row(
     "(c) new namespace to all items, idle: p50 / p99",
@@ -118,15 +122,12 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
   row(
     "(c) idle, controller as cluster admin (no RBAC escalation checks): p50 / p99",
     "",
-    (r) => `${ms(r.c.idleAsAdmin.p50)} / ${ms(r.c.idleAsAdmin.p99)} (n=${r.c.idleAsAdmin.n})`,
+    (r) => measured(r.c.idleAsAdmin, (l) => `${ms(l.p50)} / ${ms(l.p99)} (n=${l.n})`),
   );
   row(
     "(c) same, during a full pass: p50 / p99",
     "p99 < 1 s",
-    (r) =>
-      `${ms(r.c.duringPass.p50)} / ${ms(r.c.duringPass.p99)} (n=${r.c.duringPass.n}) ${
-        mark(r.c.duringPass.p99 < 1000)
-      }`,
+    (r) => measured(r.c.duringPass, (l) => `${ms(l.p50)} / ${ms(l.p99)} (n=${l.n}) ${mark(l.p99 < 1000)}`),
   );
   row(
     "(d) new SyncConfig: writes / namespaces×K",
@@ -151,7 +152,7 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
   row(
     "(e) one edited item: writes / namespaces",
     "N",
-    (r) => `${r.e.writes} / ${r.e.namespaces} ${mark(r.e.writes === r.e.namespaces)}`,
+    (r) => measured(r.e, (e) => `${e.writes} / ${e.namespaces} ${mark(e.writes === e.namespaces)}`),
   );
   row(
     "(p) one item removed, pruning on: deletes / namespaces; other object writes; finalizer writes",
@@ -224,8 +225,8 @@ export function renderSvg(results: SizeResult[]): string {
   const series = [
     { label: "idle p50", color: "#7fb3d5", get: (r: SizeResult) => r.c.idle.p50 },
     { label: "idle p99", color: "#1f618d", get: (r: SizeResult) => r.c.idle.p99 },
-    { label: "during pass p50", color: "#f5b7b1", get: (r: SizeResult) => r.c.duringPass.p50 },
-    { label: "during pass p99", color: "#b03a2e", get: (r: SizeResult) => r.c.duringPass.p99 },
+    { label: "during pass p50", color: "#f5b7b1", get: (r: SizeResult) => r.c.duringPass?.p50 ?? 0 },
+    { label: "during pass p99", color: "#b03a2e", get: (r: SizeResult) => r.c.duringPass?.p99 ?? 0 },
   ];
   const width = 640;
   const height = 320;

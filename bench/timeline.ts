@@ -1,3 +1,5 @@
+import { eachLine } from "./audit_tail.ts";
+
 /** What a bench run looked like over time, for the charts: the controller's requests per second and its memory. */
 
 export interface Timeline {
@@ -36,16 +38,17 @@ export async function timelineOf(
   startedMs: number,
 ): Promise<Timeline> {
   const timestamps: number[] = [];
-  for (const line of (await Deno.readTextFile(auditLogPath)).split("\n")) {
-    if (!line.includes(username)) continue;
+  // Line by line: the log of a run at 100,000 objects is longer than one string can be.
+  await eachLine(auditLogPath, 0, (line) => {
+    if (!line.includes(username)) return;
     try {
       const e = JSON.parse(line) as { user?: { username?: string }; verb?: string; requestReceivedTimestamp?: string };
-      if (e.user?.username !== username || e.verb === "watch" || !e.requestReceivedTimestamp) continue;
+      if (e.user?.username !== username || e.verb === "watch" || !e.requestReceivedTimestamp) return;
       timestamps.push(Date.parse(e.requestReceivedTimestamp));
     } catch {
       // a line cut while the API server writes it
     }
-  }
+  });
   const endS = Math.max(0, ...memory.map(([t]) => (t - startedMs) / 1000));
   // Every 5th memory sample (one per 5 s) keeps the JSON small.
   return {

@@ -1,6 +1,13 @@
 /** The benchmark's SyncConfigs: M configs of K=4 items (ConfigMap, Role, RoleBinding, NetworkPolicy) and 2 deleteItems. */
 export const BENCH_LABEL = "espejo-bench/tenant";
 export const ITEMS_PER_CONFIG = 4;
+/** The collections of the items' kinds, cluster-wide. */
+export const ITEM_COLLECTIONS = [
+  "/api/v1/configmaps",
+  "/apis/rbac.authorization.k8s.io/v1/roles",
+  "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+  "/apis/networking.k8s.io/v1/networkpolicies",
+];
 
 export function benchSyncConfig(index: number, version = "1"): Record<string, unknown> {
   const n = `c${index}`;

@@ -17,7 +17,8 @@ export class Freshness {
   /** The count at the last change that concerns every namespace. */
   #everywhere = 0;
   readonly #changedIn = new Map<string, number>();
-  readonly #fresh = new Map<string, { since: number; at: number }>();
+  /** By namespace: when (ms) its last sync found it fresh. A number, not an object: one per namespace. */
+  readonly #fresh = new Map<string, number>();
 
   constructor(private readonly maxAgeMs: number) {}
 
@@ -50,13 +51,13 @@ export class Freshness {
    */
   synced(namespace: string, startedAt: number, noop: boolean, nowMs: number): void {
     const changed = Math.max(this.#everywhere, this.#changedIn.get(namespace) ?? 0);
-    if (noop && changed <= startedAt) this.#fresh.set(namespace, { since: startedAt, at: nowMs });
+    if (noop && changed <= startedAt) this.#fresh.set(namespace, nowMs);
     else this.#fresh.delete(namespace);
   }
 
   isFresh(namespace: string, nowMs: number): boolean {
-    const f = this.#fresh.get(namespace);
-    return f !== undefined && nowMs - f.at < this.maxAgeMs;
+    const at = this.#fresh.get(namespace);
+    return at !== undefined && nowMs - at < this.maxAgeMs;
   }
 
   get size(): number {

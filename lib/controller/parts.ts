@@ -16,6 +16,7 @@ import { refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
 import { Pruner } from "../sync/pruner.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
+import { arrivalJudge } from "./arrival_judge.ts";
 import { ConfigChanges } from "./config_changes.ts";
 import { Freshness } from "./freshness.ts";
 import { KeyBooks, registerBooks } from "./key_books.ts";
@@ -94,6 +95,8 @@ export function buildParts(base: PartsBase): ControllerParts {
     wants: (r, ns, name) => itemOwners(r, ns, name).length > 0,
     // What a SyncConfig created costs an index entry only while it prunes (turning it on indexes what is there).
     prunes: (cfgKey) => pruningOn(syncConfigs.get(cfgKey), pruneDefault),
+    // After a restart every object arrives at once: judged as it comes, its content is not kept (see arrival_judge).
+    judge: arrivalJudge(registry, namespaces),
     // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
     // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
     onCandidateChange: (ns, name) => registry.namedByDeleteItem(ns, name) && freshness.changedIn(ns),

@@ -4,6 +4,13 @@
  */
 import type { Outcome } from "../model/status.ts";
 import { deepEqual } from "../kube/objects.ts";
+import { ValuePool } from "../model/value_pool.ts";
+
+/**
+ * Outcomes without failures are shared: at 5,000 namespaces and 5 SyncConfigs almost all 25,000 outcomes are one of a
+ * few (every item synced), and an object each would be the ledger's largest cost.
+ */
+const clean = new ValuePool<Outcome>();
 
 export class StatusLedger {
   readonly #byConfig = new Map<string, Map<string, Outcome>>();
@@ -20,7 +27,8 @@ export class StatusLedger {
 
   /**
    * Records the outcome of a sync of `cfgKey` in `namespace`. Returns the previous outcome and whether it changed;
-   * nothing is recorded for a SyncConfig that is not tracked (deleted or made invalid meanwhile).
+   * nothing is recorded for a SyncConfig that is not tracked (deleted or made invalid meanwhile). What is kept is an
+   * equal outcome, shared with other namespaces when it has no failure: outcomes are read, never changed.
    */
   record(
     cfgKey: string,
@@ -31,7 +39,10 @@ export class StatusLedger {
     if (!byNs) return { changed: false };
     const before = byNs.get(namespace);
     if (before && deepEqual(before, outcome)) return { changed: false, before };
-    byNs.set(namespace, outcome);
+    const kept = outcome.failed === 0 && outcome.errors.length === 0
+      ? clean.shared(`${outcome.synced}/${outcome.deleted}`, { ...outcome, errors: [] })
+      : outcome;
+    byNs.set(namespace, kept);
     return { changed: true, before };
   }
 

@@ -11,39 +11,36 @@ import type { WatchEvent } from "./client.ts";
 import { ApiError } from "./errors.ts";
 import type { KubeObject } from "./objects.ts";
 import type { ChangeHandler } from "./reflector.ts";
-
-export interface Cached<T> {
-  value: T;
-  resourceVersion: string;
-  uid?: string;
-}
+import type { Entry, ObjectStore } from "./store.ts";
 
 export const objectKey = (o: KubeObject): string =>
   o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : `${o.metadata?.name}`;
 
-export const sameObject = <T>(cached: Cached<T> | undefined, raw: KubeObject): T | undefined =>
-  cached && cached.uid === raw.metadata?.uid ? cached.value : undefined;
+/** The cached value of the object `raw` is a version of (same uid), if any. */
+export const sameObject = <T>(store: ObjectStore<T>, cached: Entry | undefined, raw: KubeObject): T | undefined =>
+  cached && store.uidOf(cached) === raw.metadata?.uid ? store.valueOf(cached) : undefined;
 
 /** The objects of one initial list or WatchList, decoded as they arrive, until they replace the store. */
 export class InitialState<T> {
-  readonly #seen = new Map<string, Cached<T>>();
+  readonly #seen = new Map<string, Entry>();
 
   constructor(
-    private readonly store: Map<string, Cached<T>>,
+    private readonly store: ObjectStore<T>,
     private readonly decode: (raw: KubeObject, previous: T | undefined) => T | undefined,
   ) {}
 
   add(raw: KubeObject): void {
     const key = objectKey(raw);
-    const old = this.store.get(key);
+    const { store } = this;
+    const old = store.entry(key);
     // Unchanged since the store had it: keep what was learnt about it (a verdict instead of content).
-    if (old && old.uid === raw.metadata?.uid && old.resourceVersion === raw.metadata?.resourceVersion) {
+    if (old && store.uidOf(old) === raw.metadata?.uid && store.versionOf(old) === raw.metadata?.resourceVersion) {
       this.#seen.set(key, old);
       return;
     }
-    const value = this.decode(raw, sameObject(old, raw));
+    const value = this.decode(raw, sameObject(store, old, raw));
     if (value === undefined) this.#seen.delete(key);
-    else this.#seen.set(key, { value, resourceVersion: raw.metadata?.resourceVersion ?? "", uid: raw.metadata?.uid });
+    else this.#seen.set(key, store.make(value, raw.metadata?.resourceVersion ?? "", raw.metadata?.uid));
   }
 
   remove(raw: KubeObject): void {
@@ -52,17 +49,21 @@ export class InitialState<T> {
 
   /** Replaces the store with what arrived, telling `onChange` only what really changed. */
   commit(onChange: ChangeHandler<T> | undefined): void {
-    for (const [key, old] of this.store) {
+    const { store } = this;
+    for (const [key, old] of store.entries()) {
       if (!this.#seen.has(key)) {
-        this.store.delete(key);
-        onChange?.("deleted", old.value, old.value, key);
+        store.delete(key);
+        if (onChange) onChange("deleted", store.valueOf(old), store.valueOf(old), key);
       }
     }
     for (const [key, next] of this.#seen) {
-      const old = this.store.get(key);
-      this.store.set(key, next);
-      if (!old) onChange?.("added", next.value, undefined, key);
-      else if (old.resourceVersion !== next.resourceVersion) onChange?.("modified", next.value, old.value, key);
+      const old = store.entry(key);
+      store.put(key, next);
+      if (!onChange) continue;
+      if (!old) onChange("added", store.valueOf(next), undefined, key);
+      else if (store.versionOf(old) !== store.versionOf(next)) {
+        onChange("modified", store.valueOf(next), store.valueOf(old), key);
+      }
     }
     this.#seen.clear();
   }

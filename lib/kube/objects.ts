@@ -1,4 +1,5 @@
 /** Plain helpers for unstructured Kubernetes objects (JSON values). */
+import { createHash } from "node:crypto";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
@@ -100,9 +101,13 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** Short SHA-256 of the canonical JSON of `v`. */
-export async function hashOf(v: unknown): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonicalJson(v)));
-  return Array.from(new Uint8Array(digest).slice(0, 12), (b) => b.toString(16).padStart(2, "0")).join("");
+export function hashOf(v: unknown): Promise<string> {
+  return Promise.resolve(hashOfNow(v));
+}
+
+/** {@link hashOf}, computed synchronously (for code that must not wait, such as a cache's decoder). */
+export function hashOfNow(v: unknown): string {
+  return createHash("sha256").update(canonicalJson(v)).digest().subarray(0, 12).toString("hex");
 }
 
 /** `group/version` split; the core group is "". */

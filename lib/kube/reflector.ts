@@ -12,7 +12,6 @@ import { ApiError, isGone } from "./errors.ts";
 import { asKubeObject, type KubeObject } from "./objects.ts";
 import { HEALTHY_WATCH_MS, nextRound, type Round, sleep } from "./backoff.ts";
 import {
-  type Cached,
   endsInitialEvents,
   InitialState,
   objectKey,
@@ -23,6 +22,7 @@ import {
 } from "./initial_state.ts";
 import { listEach } from "./list.ts";
 import { isAtLeast, isOlder } from "./resource_version.ts";
+import { ObjectStore, type Packing } from "./store.ts";
 
 export { objectKey };
 
@@ -51,13 +51,15 @@ export interface ReflectorOptions<T> {
   pageSize?: number;
   /** A watch with no event (bookmarks included) for this long is restarted. Default 150 s. */
   idleTimeoutMs?: number;
+  /** How a value that has settled is kept as one string (see store.ts); without it values are kept as they are. */
+  packing?: Packing<T>;
 }
 
 const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 export class Reflector<T> {
-  readonly #store = new Map<string, Cached<T>>();
+  readonly #store: ObjectStore<T>;
   #resourceVersion = "";
   /** Until the server shows that it does not serve WatchList (then paged lists, for the life of this reflector). */
   #watchList = true;
@@ -74,7 +76,9 @@ export class Reflector<T> {
    */
   lastError: unknown;
 
-  constructor(private readonly client: KubeClient, private readonly opts: ReflectorOptions<T>) {}
+  constructor(private readonly client: KubeClient, private readonly opts: ReflectorOptions<T>) {
+    this.#store = new ObjectStore(opts.packing);
+  }
 
   get hasSynced(): boolean {
     return this.#synced;
@@ -90,19 +94,19 @@ export class Reflector<T> {
   }
 
   get(key: string): T | undefined {
-    return this.#store.get(key)?.value;
+    return this.#store.get(key);
   }
 
   values(): IterableIterator<T> {
-    return (function* (m) {
-      for (const c of m.values()) yield c.value;
+    return (function* (s) {
+      for (const [, e] of s.entries()) yield s.valueOf(e);
     })(this.#store);
   }
 
   /** [`namespace/name`, value] of every object. */
   entries(): IterableIterator<[string, T]> {
     return (function* (m) {
-      for (const [k, c] of m) yield [k, c.value] as [string, T];
+      for (const [k, e] of m.entries()) yield [k, m.valueOf(e)] as [string, T];
     })(this.#store);
   }
 
@@ -114,15 +118,16 @@ export class Reflector<T> {
     const raw = asKubeObject(reply);
     if (!raw) return;
     const key = objectKey(raw);
-    const old = this.#store.get(key);
+    const store = this.#store;
+    const old = store.entry(key);
     const rv = raw.metadata?.resourceVersion ?? "";
     // The watch may already have delivered a later change by someone else (an edit, or a delete and a new object
     // of the same name): that copy is the truth. resourceVersions of one resource are ordered across objects.
-    if (old && isOlder(rv, old.resourceVersion)) return;
+    if (old && isOlder(rv, store.versionOf(old))) return;
     // Not in the store although the watch has passed this version: it was deleted (or lost our label) since.
     if (!old && isAtLeast(this.#resourceVersion, rv)) return;
-    const value = this.opts.decode(raw, sameObject(old, raw), true);
-    if (value !== undefined) this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
+    const value = this.opts.decode(raw, sameObject(store, old, raw), true);
+    if (value !== undefined) store.set(key, value, rv, raw.metadata?.uid);
   }
 
   /** Forgets an object we deleted, until the watch confirms it. */
@@ -266,24 +271,26 @@ export class Reflector<T> {
     if (rv) this.#resourceVersion = rv;
     if (ev.type === "BOOKMARK") return;
     const key = objectKey(raw);
-    const old = this.#store.get(key);
+    const store = this.#store;
+    const old = store.entry(key);
+    const oldUid = old && store.uidOf(old);
     if (ev.type === "DELETED") {
       // After delete + create (forceRecreate) the old object's DELETED can arrive after we stored the new one.
-      if (old?.uid && raw.metadata?.uid && old.uid !== raw.metadata.uid) return;
-      this.#store.delete(key);
-      if (old) this.opts.onChange?.("deleted", old.value, old.value, key);
+      if (oldUid && raw.metadata?.uid && oldUid !== raw.metadata.uid) return;
+      store.delete(key);
+      if (old && this.opts.onChange) this.opts.onChange("deleted", store.valueOf(old), store.valueOf(old), key);
       return;
     }
     // An event older than the copy our own write stored (resourceVersions are integers in every API server that
     // exists, but only compared when both parse as such).
-    if (old && old.uid === raw.metadata?.uid && isOlder(rv, old.resourceVersion)) return;
+    if (old && oldUid === raw.metadata?.uid && isOlder(rv, store.versionOf(old))) return;
     // Already known at this version: the reply of our own write, put in by upsert(). Keep that copy (the caller may
     // have reduced it since) and report nothing.
-    if (old && old.uid === raw.metadata?.uid && old.resourceVersion === rv) return;
-    const value = this.opts.decode(raw, sameObject(old, raw));
+    if (old && oldUid === raw.metadata?.uid && store.versionOf(old) === rv) return;
+    const value = this.opts.decode(raw, sameObject(store, old, raw));
     if (value === undefined) return;
-    this.#store.set(key, { value, resourceVersion: rv, uid: raw.metadata?.uid });
-    this.opts.onChange?.(old ? "modified" : "added", value, old?.value, key);
+    store.set(key, value, rv, raw.metadata?.uid);
+    this.opts.onChange?.(old ? "modified" : "added", value, old && store.valueOf(old), key);
   }
 }
 

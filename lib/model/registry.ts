@@ -67,7 +67,7 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
   }
 
   /** Keys of the valid SyncConfigs that select `ns`. */
-  selecting(ns: N): string[] {
+  selecting(ns: N): readonly string[] {
     return this.#selection.selecting(ns, () => this.valid());
   }
 

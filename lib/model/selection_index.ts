@@ -8,14 +8,18 @@
  */
 import type { NamespaceFacts } from "./selector.ts";
 import type { CompiledSyncConfig } from "./syncconfig.ts";
+import { ValuePool } from "./value_pool.ts";
 
 export class SelectionIndex<N extends NamespaceFacts & { phase: string }> {
-  readonly #entries = new Map<string, { ns: N; epoch: number; keys: string[] }>();
+  readonly #entries = new Map<string, { ns: N; epoch: number; keys: readonly string[] }>();
+  /** Thousands of namespaces are selected by the same few lists of SyncConfigs: one (frozen) copy of each. */
+  #lists = new ValuePool<string[]>();
   #epoch = 0;
 
   /** A SyncConfig was compiled anew or removed: every entry is stale. */
   invalidate(): void {
     this.#epoch++;
+    this.#lists = new ValuePool<string[]>();
   }
 
   forget(namespace: string): void {
@@ -23,13 +27,14 @@ export class SelectionIndex<N extends NamespaceFacts & { phase: string }> {
   }
 
   /** Keys of the valid SyncConfigs (from `configs`) that select the active namespace `ns`, in `configs` order. */
-  selecting(ns: N, configs: () => Iterable<CompiledSyncConfig>): string[] {
+  selecting(ns: N, configs: () => Iterable<CompiledSyncConfig>): readonly string[] {
     const entry = this.#entries.get(ns.name);
     if (entry && entry.ns === ns && entry.epoch === this.#epoch) return entry.keys;
     const keys: string[] = [];
     if (ns.phase === "Active") { for (const cfg of configs()) if (cfg.selector.selects(ns)) keys.push(cfg.key); }
-    this.#entries.set(ns.name, { ns, epoch: this.#epoch, keys });
-    return keys;
+    const shared = this.#lists.shared(keys.join("\n"), keys);
+    this.#entries.set(ns.name, { ns, epoch: this.#epoch, keys: shared });
+    return shared;
   }
 
   get size(): number {

@@ -5,6 +5,7 @@
  */
 import type { KubeObject } from "../kube/objects.ts";
 import { CREATED_ANNOTATION, HASH_ANNOTATION, OWNER_ANNOTATION } from "../model/markers.ts";
+import { InternTable } from "./intern_table.ts";
 
 /**
  * What the cache keeps of one object carrying our label; 20,000 of them must fit in the memory limit with room to
@@ -52,8 +53,10 @@ export interface CachedObject {
   baseline?: { desiredHash: string; content: string };
 }
 
+/** What a deleteItems candidates cache keeps of an object: its identity (carried by the entry itself, no wrapper). */
 export interface ExistingObject {
   uid: string;
+  resourceVersion?: string;
 }
 
 /**
@@ -71,15 +74,13 @@ const MAX_MANAGER = 128;
 const bounded = (v: unknown, max: number): string | undefined =>
   typeof v !== "string" ? undefined : v.length <= max ? v : `${v.slice(0, max)}...`;
 
-/** Owners and managers repeat (one per SyncConfig, a few managers) across thousands of objects: one copy each. */
-const owners = new Map<string, string>();
-const intern = (owner: string | undefined) => {
-  if (owner === undefined) return undefined;
-  const known = owners.get(owner);
-  if (known !== undefined) return known;
-  if (owners.size < 10_000) owners.set(owner, owner);
-  return owner;
-};
+/**
+ * Owners and managers repeat (one per SyncConfig, a few managers) across thousands of objects: one copy each, and a
+ * number for each, which a packed entry (packed_object.ts) writes instead of the string. Bounded: anyone can write
+ * these annotations; past the bound a value is its own copy (and its entry is not packed).
+ */
+export const markers = new InternTable(10_000);
+const intern = (v: string | undefined) => (v === undefined ? undefined : markers.intern(v));
 
 /**
  * Keeps what drift detection needs: the markers (bounded), the live ownerReferences and, for an object an item

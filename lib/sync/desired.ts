@@ -1,9 +1,9 @@
 /**
  * The object an item asks for in one namespace: the template rendered for the namespace, with espejo's marker
  * label and annotations, and never the item's ownerReferences (the live object's are kept by the applier: a wrong
- * one would let the garbage collector delete the object). Pure, apart from the hash being computed by WebCrypto.
+ * one would let the garbage collector delete the object). Pure.
  */
-import { encodeBase64, hashOf, type KubeObject } from "../kube/objects.ts";
+import { encodeBase64, hashOfNow, type KubeObject } from "../kube/objects.ts";
 import type { CompiledSyncConfig, SyncItemSpec } from "../model/syncconfig.ts";
 import { renderTemplate } from "../model/template.ts";
 import {
@@ -15,11 +15,20 @@ import {
 } from "../model/markers.ts";
 
 /** The desired object and its hash (also written as {@link HASH_ANNOTATION}). */
-export async function desiredObject(
+export function desiredObject(
   cfg: CompiledSyncConfig,
   item: SyncItemSpec,
   namespace: string,
 ): Promise<{ object: KubeObject; hash: string }> {
+  return Promise.resolve(desiredObjectNow(cfg, item, namespace));
+}
+
+/** {@link desiredObject}, synchronously (for a cache's decoder, which judges objects as they arrive). */
+export function desiredObjectNow(
+  cfg: CompiledSyncConfig,
+  item: SyncItemSpec,
+  namespace: string,
+): { object: KubeObject; hash: string } {
   const object = renderTemplate(item.template, namespace);
   const metadata = object.metadata ?? {};
   metadata.namespace = namespace;
@@ -30,7 +39,7 @@ export async function desiredObject(
   delete metadata.ownerReferences;
   object.metadata = metadata;
   normalizeWriteOnlyFields(object);
-  const hash = await hashOf(object);
+  const hash = hashOfNow(object);
   metadata.annotations[HASH_ANNOTATION] = hash;
   return { object, hash };
 }

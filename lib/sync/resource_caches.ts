@@ -11,6 +11,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
+import { packedObjects } from "./packed_object.ts";
 import { reasonOf } from "./failures.ts";
 import type { PruneCandidate } from "./prune.ts";
 import { type CachedObject, decodeManaged, type ExistingObject } from "./cached_object.ts";
@@ -27,6 +28,11 @@ export interface CacheEvents {
   wants?: (resource: ResourceInfo, namespace: string, name: string) => boolean;
   /** Whether SyncConfig `cfgKey` prunes: only then are the objects it created indexed (default: yes). */
   prunes?: (cfgKey: string) => boolean;
+  /**
+   * Judges an object read from a list or watch at once (its verdict recorded in `entry`), so that its content is
+   * not kept until a unit gets to it; one it does not judge keeps its content.
+   */
+  judge?: (resource: ResourceInfo, entry: CachedObject, namespace: string, name: string) => void;
 }
 
 const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
@@ -61,17 +67,19 @@ export class ResourceCaches {
       const cache: Reflector<CachedObject> = new Reflector<CachedObject>(this.client, {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
+        packing: packedObjects,
         decode: (raw, previous, reply) => {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
+          // Not while espejo writes it: this is most likely the echo of that write, whose reply is judged anyway.
+          const writing = this.#writing.has(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
+          if (reply !== true && entry.json !== undefined && !writing) {
+            this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
+          }
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
-            this.#created.add(
-              meta?.namespace ?? "",
-              entry.createdBy,
-              `${resourceKey(r)}|${meta?.namespace}/${meta?.name}`,
-            );
+            this.#created.add(meta?.namespace ?? "", entry.createdBy, resourceKey(r), meta?.name ?? "");
           }
           return entry;
         },
@@ -145,24 +153,21 @@ export class ResourceCaches {
   createdIn(namespace: string): { created: Map<string, PruneCandidate[]>; listing: boolean } {
     const created = new Map<string, PruneCandidate[]>();
     const waiting = new Set<string>();
-    for (const [cfgKey, entries] of this.#created.in(namespace)) {
-      for (const entry of entries) {
-        const cut = entry.indexOf("|");
-        const running = this.#managed.get(entry.slice(0, cut));
-        const objectKey = entry.slice(cut + 1);
-        if (running && !running.reflector.hasSynced) {
-          waiting.add(cfgKey);
-          continue;
-        }
-        const o = running?.reflector.get(objectKey);
-        if (!running || !o || o.createdBy !== cfgKey || o.owner !== cfgKey) {
-          entries.delete(entry);
-          continue;
-        }
-        const candidates = created.get(cfgKey) ?? [];
-        candidates.push({ resource: running.resource, namespace, name: nameOf(objectKey), uid: o.uid });
-        created.set(cfgKey, candidates);
+    for (const entry of [...this.#created.in(namespace)]) {
+      const { cfgKey, name } = entry;
+      const running = this.#managed.get(entry.resourceKey);
+      if (running && !running.reflector.hasSynced) {
+        waiting.add(cfgKey);
+        continue;
       }
+      const o = running?.reflector.get(`${namespace}/${name}`);
+      if (!running || !o || o.createdBy !== cfgKey || o.owner !== cfgKey) {
+        this.#created.drop(namespace, entry);
+        continue;
+      }
+      const candidates = created.get(cfgKey) ?? [];
+      candidates.push({ resource: running.resource, namespace, name, uid: o.uid });
+      created.set(cfgKey, candidates);
     }
     for (const cfgKey of waiting) created.delete(cfgKey);
     return { created, listing: waiting.size > 0 };
@@ -188,7 +193,7 @@ export class ResourceCaches {
     for (const [rk, { reflector }] of this.#managed) {
       for (const [objectKey, o] of reflector.entries()) {
         if (o.createdBy === cfgKey && o.owner === cfgKey) {
-          this.#created.add(namespaceOf(objectKey), cfgKey, `${rk}|${objectKey}`);
+          this.#created.add(namespaceOf(objectKey), cfgKey, rk, nameOf(objectKey));
         }
       }
     }
@@ -219,7 +224,9 @@ export class ResourceCaches {
       const cache: Reflector<ExistingObject> = new Reflector<ExistingObject>(this.client, {
         path: collectionPath(r),
         metadataOnly: true,
-        decode: (raw) => ({ uid: raw.metadata?.uid ?? "" }),
+        // Nothing but the identity, which the store keeps anyway: packed at once, as the version and uid alone.
+        packing: { pack: () => "", unpack: (_, resourceVersion, uid) => ({ uid, resourceVersion }) },
+        decode: (raw) => ({ uid: raw.metadata?.uid ?? "", resourceVersion: raw.metadata?.resourceVersion ?? "" }),
         onChange: (_t, _obj, _old, key) =>
           cache.hasSynced && this.events.onCandidateChange?.(namespaceOf(key), nameOf(key)),
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),

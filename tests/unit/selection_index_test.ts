@@ -46,6 +46,18 @@ Deno.test("SelectionIndex evaluates selectors once per namespace version", () =>
   assert.equal(counter.calls, 4);
 });
 
+Deno.test("SelectionIndex: namespaces selected by the same SyncConfigs share one frozen list", () => {
+  const index = new SelectionIndex<Ns>();
+  const lists = Array.from(
+    { length: 1000 },
+    (_, i) => index.selecting({ name: `app-${i}`, labels: { team: "a" }, phase: "Active" }, () => [team, named]),
+  );
+  assert.equal(new Set(lists).size, 1);
+  assert.ok(Object.isFrozen(lists[0]));
+  const other = index.selecting({ name: "other", labels: { team: "a" }, phase: "Active" }, () => [team, named]);
+  assert.deepEqual(other, ["cfg/team"]);
+});
+
 Deno.test("SelectionIndex: invalidate() (a SyncConfig recompiled) makes every entry stale", () => {
   const index = new SelectionIndex<Ns>();
   const ns: Ns = { name: "app-1", labels: {}, phase: "Active" };

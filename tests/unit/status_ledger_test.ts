@@ -37,3 +37,19 @@ Deno.test("StatusLedger forgets a namespace for every SyncConfig and says which 
   assert.equal(l.remove("c/c", "n2"), true);
   assert.equal(l.remove("c/c", "n2"), false);
 });
+
+Deno.test("StatusLedger: outcomes without failures are shared across namespaces (a few objects, not one each)", () => {
+  const l = new StatusLedger();
+  l.track("c/a");
+  for (let i = 0; i < 5000; i++) l.record("c/a", `ns-${i}`, ok(4));
+  l.record("c/a", "ns-odd", ok(3));
+  const failing = { synced: 3, deleted: 0, failed: 1, errors: ["boom"] };
+  l.record("c/a", "ns-failing", failing);
+  const distinct = new Set(l.outcomes("c/a"));
+  assert.equal(distinct.size, 3, "ok(4) once, ok(3) once, the failing outcome as it came");
+  assert.ok(distinct.has(failing));
+  assert.deepEqual([...l.outcomes("c/a")].reduce((n, o) => n + o.synced, 0), 5000 * 4 + 3 + 3);
+  // A later change of the namespace's counts is recorded as a change, not written into the shared copy.
+  assert.deepEqual(l.record("c/a", "ns-1", ok(5)).changed, true);
+  assert.equal([...l.outcomes("c/a")].filter((o) => o.synced === 4).length, 4999);
+});

@@ -1,0 +1,40 @@
+/**
+ * Judges a managed object as its cache reads it from a list or watch, so that its content is not kept until a unit
+ * gets to its namespace: after a restart every object espejo manages arrives at once (100,000 of them, 50 MB of JSON),
+ * and units take minutes to get through them. The verdict is the one the unit would reach (lib/sync/verdict.ts), made
+ * without what the executor learnt since the start about what the server adds to each item: an object whose only
+ * differences are fields its item does not set keeps a record of hashes, which the unit decides with what it learnt.
+ * An object that no one SyncConfig's item names here (none, or several: a conflict the unit reports) is left to the
+ * unit, content and all.
+ */
+import { splitApiVersion } from "../kube/objects.ts";
+import type { ResourceInfo } from "../kube/discovery.ts";
+import { renderTemplate } from "../model/template.ts";
+import type { CachedObject } from "../sync/cached_object.ts";
+import { desiredObjectNow } from "../sync/desired.ts";
+import { assess, remember } from "../sync/verdict.ts";
+import type { Registry } from "../model/registry.ts";
+import type { NamespaceInfo } from "../model/namespace_info.ts";
+import type { NamespaceLookup } from "./watches.ts";
+
+export function arrivalJudge(
+  registry: Registry<NamespaceInfo>,
+  namespaces: NamespaceLookup,
+): (r: ResourceInfo, entry: CachedObject, namespace: string, name: string) => void {
+  return (r, entry, namespace, name) => {
+    if (entry.json === undefined) return;
+    const ns = namespaces.get(namespace);
+    const owners = registry.itemOwners(r, ns, name);
+    if (owners.length !== 1) return;
+    const compiled = registry.get(owners[0])?.result;
+    if (!compiled?.ok) return;
+    const cfg = compiled.config;
+    const item = cfg.syncItems.find((i) =>
+      !i.problem && i.kind === r.kind && splitApiVersion(i.apiVersion).group === r.group &&
+      renderTemplate(i.name, namespace) === name
+    );
+    if (!item) return;
+    const { object, hash } = desiredObjectNow(cfg, item, namespace);
+    remember(entry, assess(object, hash, entry).memo);
+  };
+}

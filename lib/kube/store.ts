@@ -1,0 +1,132 @@
+/**
+ * What a reflector keeps per object (by `namespace/name`): the decoded value with the object's resourceVersion and
+ * uid. A cache may hold 100,000 of them, so each is kept as small as its value allows:
+ * - a value that carries the object's resourceVersion and uid itself (the managed objects' `CachedObject`) is its own
+ *   entry, without a wrapper;
+ * - a value that the cache's {@link Packing} can write as one string once it has settled (nothing in it changes any
+ *   more; a managed object judged in sync, its content dropped) is kept as that string, a third of the object with its
+ *   strings. It is packed right after the synchronous code that was handed it (and judged it) has run, and unpacked
+ *   into a new value each time it is read again.
+ */
+
+/** Turns a settled value into one string and back; `pack` says undefined while the value may still change. */
+export interface Packing<T> {
+  pack(value: T): string | undefined;
+  unpack(packed: string, resourceVersion: string, uid: string): T;
+}
+
+/** An entry of the store: read it with the store's `valueOf`, `versionOf` and `uidOf`. */
+export type Entry = { readonly __entry: never };
+
+/** The entry of a value that does not carry the object's version itself. */
+class Wrapped<T> {
+  constructor(readonly value: T, readonly resourceVersion: string, readonly uid: string | undefined) {}
+}
+
+/** Fields a packed entry starts with, before the packing's own; separated by a newline. */
+const SEP = "\n";
+
+export class ObjectStore<T> {
+  readonly #entries = new Map<string, unknown>();
+  /** Keys handed out or stored since the last look: packed (if they settled) once the current code has run. */
+  readonly #toPack = new Set<string>();
+  #packQueued = false;
+
+  constructor(private readonly packing?: Packing<T>) {}
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The value at `key`; its caller may settle it, so it is looked at for packing right after. */
+  get(key: string): T | undefined {
+    const e = this.#entries.get(key) as Entry | undefined;
+    if (e === undefined) return undefined;
+    this.#schedulePack(key);
+    return this.valueOf(e);
+  }
+
+  entry(key: string): Entry | undefined {
+    return this.#entries.get(key) as Entry | undefined;
+  }
+
+  /**
+   * The entry of `value` for the object at `resourceVersion` and `uid` (not stored yet: see {@link put}); packed at
+   * once if it has settled already (an object judged as a list brought it: thousands wait in a list's state).
+   */
+  make(value: T, resourceVersion: string, uid: string | undefined): Entry {
+    const v = value as { resourceVersion?: unknown; uid?: unknown } | null;
+    const carries = typeof v === "object" && v !== null && !(v instanceof Wrapped) &&
+      v.resourceVersion === resourceVersion && v.uid === uid;
+    const entry = (carries ? value : new Wrapped(value, resourceVersion, uid)) as unknown as Entry;
+    return this.#packed(entry) ?? entry;
+  }
+
+  put(key: string, entry: Entry): void {
+    this.#entries.set(key, entry);
+    this.#schedulePack(key);
+  }
+
+  set(key: string, value: T, resourceVersion: string, uid: string | undefined): void {
+    this.put(key, this.make(value, resourceVersion, uid));
+  }
+
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  *entries(): Generator<[string, Entry]> {
+    for (const [k, e] of this.#entries) yield [k, e as Entry];
+  }
+
+  valueOf(e: Entry): T {
+    if (typeof e === "string") {
+      const [rv, uid, packed] = split(e);
+      return this.packing!.unpack(packed, rv, uid);
+    }
+    return e instanceof Wrapped ? e.value : e as unknown as T;
+  }
+
+  versionOf(e: Entry): string {
+    return typeof e === "string" ? split(e)[0] : (e as unknown as Wrapped<T>).resourceVersion;
+  }
+
+  uidOf(e: Entry): string | undefined {
+    return typeof e === "string" ? split(e)[1] : (e as unknown as Wrapped<T>).uid;
+  }
+
+  #schedulePack(key: string): void {
+    if (!this.packing) return;
+    this.#toPack.add(key);
+    if (this.#packQueued) return;
+    this.#packQueued = true;
+    queueMicrotask(() => this.#pack());
+  }
+
+  #pack(): void {
+    this.#packQueued = false;
+    for (const key of this.#toPack) {
+      const e = this.#entries.get(key) as Entry | undefined;
+      const packed = e && this.#packed(e);
+      if (packed !== undefined) this.#entries.set(key, packed);
+    }
+    this.#toPack.clear();
+  }
+
+  /** The packed form of entry `e`, or undefined while its value may change (or it cannot be packed). */
+  #packed(e: Entry): Entry | undefined {
+    if (!this.packing || typeof e === "string") return undefined;
+    const rv = this.versionOf(e);
+    const uid = this.uidOf(e);
+    if (uid === undefined || rv.includes(SEP) || uid.includes(SEP)) return undefined;
+    const packed = this.packing.pack(this.valueOf(e));
+    // Joined, not concatenated: a concatenation is a tree of the parts it was made of, which it keeps alive.
+    return packed === undefined ? undefined : [rv, uid, packed].join(SEP) as unknown as Entry;
+  }
+}
+
+function split(e: string): [string, string, string] {
+  const a = e.indexOf(SEP);
+  const b = e.indexOf(SEP, a + 1);
+  return [e.slice(0, a), e.slice(a + 1, b), e.slice(b + 1)];
+}

@@ -1,0 +1,60 @@
+/** A settled cache entry as one string (lib/sync/packed_object.ts): everything it says survives the round trip. */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import type { CachedObject } from "../../lib/sync/cached_object.ts";
+import { packedObjects } from "../../lib/sync/packed_object.ts";
+
+const hash = fc.string({ minLength: 1, maxLength: 64 }).filter((s) => !s.includes("\n"));
+const marker = fc.option(fc.constantFrom("espejo/a", "espejo/b", "tenant/x", "espejo", "kubectl-edit"), {
+  nil: undefined,
+});
+
+const settled: fc.Arbitrary<CachedObject> = fc.record({
+  resourceVersion: fc.stringMatching(/^[0-9]{1,12}$/),
+  uid: fc.uuid(),
+  desiredHash: fc.option(hash, { nil: undefined }),
+  owner: marker,
+  createdBy: marker,
+  manager: marker,
+  baselineOwnHash: fc.boolean(),
+  baseline: fc.option(fc.record({ desiredHash: hash, content: hash }), { nil: undefined }),
+  inSync: fc.option(fc.constant(true as const), { nil: undefined }),
+  contentless: fc.option(fc.constant(true as const), { nil: undefined }),
+  large: fc.option(fc.constant(true as const), { nil: undefined }),
+}).map(({ baselineOwnHash, ...o }) => {
+  const out: CachedObject = {
+    resourceVersion: o.resourceVersion,
+    uid: o.uid,
+    desiredHash: o.desiredHash,
+    owner: o.owner,
+    createdBy: o.createdBy,
+    manager: o.manager,
+  };
+  if (o.baseline) {
+    out.baseline = baselineOwnHash && o.desiredHash !== undefined
+      ? { desiredHash: o.desiredHash, content: o.baseline.content }
+      : { ...o.baseline };
+  }
+  if (o.contentless) out.contentless = true;
+  if (o.large) out.large = true;
+  if (o.inSync) out.inSync = true;
+  return out;
+});
+
+Deno.test("packedObjects: a settled entry unpacks to an equal one", () => {
+  fc.assert(fc.property(settled, (o) => {
+    const packed = packedObjects.pack(o);
+    assert.ok(packed !== undefined);
+    assert.deepEqual(packedObjects.unpack(packed, o.resourceVersion, o.uid), o);
+  }));
+});
+
+Deno.test("packedObjects: an entry that may still change, or holds what a string cannot, stays an object", () => {
+  const base: CachedObject = { resourceVersion: "1", uid: "u", desiredHash: "h", inSync: true };
+  assert.equal(packedObjects.pack({ ...base, json: "{}" }), undefined, "content not judged yet");
+  const outOfSync = { desiredHash: "h", reason: "r", restore: false, content: "c" };
+  assert.equal(packedObjects.pack({ ...base, outOfSync }), undefined, "an out-of-sync record");
+  assert.equal(packedObjects.pack({ ...base, ownerReferences: [{ uid: "o" }] }), undefined, "ownerReferences");
+  assert.equal(packedObjects.pack({ ...base, desiredHash: "a\nb" }), undefined, "a newline in a tenant's marker");
+  assert.ok(packedObjects.pack(base)!.length < 40);
+});
