@@ -11,6 +11,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
+import { judgedOnArrival } from "./judged_on_arrival.ts";
 import { packedObjects } from "./packed_object.ts";
 import { reasonOf } from "./failures.ts";
 import type { PruneCandidate } from "./prune.ts";
@@ -73,14 +74,13 @@ export class ResourceCaches {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
         packing: packedObjects,
-        decode: (raw, previous, reply) => {
+        decode: (raw, previous, reply, initial) => {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
-          // Not while espejo writes it: this is most likely the echo of that write, whose reply is judged anyway.
           const writing = this.#writing.has(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
-          if (reply !== true && entry.json !== undefined && !writing) {
+          if (judgedOnArrival(entry, initial === true, writing)) {
             this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
           }
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
