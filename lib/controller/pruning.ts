@@ -203,6 +203,7 @@ export class Pruning {
   async settle(key: string): Promise<void> {
     const sc = this.d.syncConfigs.get(key);
     const pruner = this.d.pruner();
+    if (!sc) pruner?.forgetConfig(key); // gone, and pruned first if it pruned (the finalizer held it)
     if (!sc || !pruner) return this.#settled(key);
     const enabled = this.enabled(key);
     const holds = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
@@ -213,7 +214,7 @@ export class Pruning {
         for (const namespace of pruner.namespacesCreatedBy(key)) {
           this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
         }
-      }
+      } else pruner.forgetConfig(key); // what it created stays in place, and is no candidate any more
       return this.#settled(key);
     }
     if (!holds) return this.#settled(key);
@@ -221,6 +222,7 @@ export class Pruning {
       log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
         syncConfig: key,
       });
+      pruner.forgetConfig(key);
       if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
       return;
     }
@@ -235,6 +237,7 @@ export class Pruning {
         problem,
       });
     } else if (!left.length) {
+      pruner.forgetConfig(key);
       if (await this.#setFinalizer(key, sc, false)) this.#settled(key);
       return;
     }

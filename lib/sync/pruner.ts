@@ -39,6 +39,11 @@ export class Pruner {
     this.caches.indexCreatedBy(cfgKey);
   }
 
+  /** SyncConfig `cfgKey` went, or no longer prunes: forget what it created (see ResourceCaches.forgetConfig). */
+  forgetConfig(cfgKey: string): void {
+    this.caches.forgetConfig(cfgKey);
+  }
+
   /** The SyncConfigs that may have created objects in `namespace` (unchecked). */
   creatorsIn(namespace: string): string[] {
     return this.caches.creatorsIn(namespace);

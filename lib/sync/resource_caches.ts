@@ -13,8 +13,8 @@ import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
 import { judgedOnArrival } from "./judged_on_arrival.ts";
 import { packedObjects } from "./packed_object.ts";
-import { reasonOf } from "./failures.ts";
 import type { PruneCandidate } from "./prune.ts";
+export { cacheProblem, ready } from "./cache_ready.ts";
 import {
   type CachedObject,
   decodeManaged,
@@ -223,6 +223,11 @@ export class ResourceCaches {
     this.#created.forgetNamespace(namespace);
   }
 
+  /** SyncConfig `cfgKey` went, or no longer prunes: what it created is not indexed any more. */
+  forgetConfig(cfgKey: string): void {
+    this.#created.forgetConfig(cfgKey);
+  }
+
   /** The metadata cache of every object of resource `r`, started if needed. */
   existing(r: ResourceInfo): Reflector<ExistingObject> {
     return this.#start(this.#existing, r, (stop) => {
@@ -289,27 +294,3 @@ export class ResourceCaches {
 
 /** Removals remembered; a namespace deleted with more objects than this forgets its oldest (no restore follows). */
 const MAX_REMOVED = 10_000;
-
-/** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
-const CACHE_WAIT_MS = 30_000;
-
-export function cacheProblem(resource: ResourceInfo, e: unknown): string {
-  return e
-    ? `cannot list and watch ${resource.resource}: ${reasonOf(e)}`
-    : `the cache of ${resource.resource} is not filled yet`;
-}
-
-/**
- * Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once, and when
- * the cache was stopped meanwhile (its kind no longer named: it will never fill, and the unit must not hang on it).
- */
-export async function ready(
-  cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void>; stopped: boolean },
-): Promise<boolean> {
-  const deadline = Date.now() + CACHE_WAIT_MS;
-  while (!cache.hasSynced) {
-    if (cache.lastError || cache.stopped || Date.now() > deadline) return false;
-    await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
-  }
-  return true;
-}
