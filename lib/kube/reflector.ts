@@ -98,6 +98,11 @@ export class Reflector<T> {
     return this.#store.get(key);
   }
 
+  /** The value at `key`, got earlier, settled after an await (see ObjectStore.settled). */
+  settled(key: string): void {
+    this.#store.settled(key);
+  }
+
   values(): IterableIterator<T> {
     return (function* (s) {
       for (const [, e] of s.entries()) yield s.valueOf(e);
