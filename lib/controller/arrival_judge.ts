@@ -1,9 +1,10 @@
 /**
- * Judges a managed object as its cache reads it from a list or watch, so that its content is not kept until a unit
- * gets to its namespace: after a restart every object espejo manages arrives at once (100,000 of them, 50 MB of JSON),
- * and units take minutes to get through them. The verdict is the one the unit would reach (lib/sync/verdict.ts), made
- * without what the executor learnt since the start about what the server adds to each item: an object whose only
- * differences are fields its item does not set keeps a record of hashes, which the unit decides with what it learnt.
+ * Judges a managed object as its cache reads it in its initial state (lib/sync/judged_on_arrival.ts), so that its
+ * content is not kept until a unit gets to its namespace: after a restart every object espejo manages arrives at
+ * once (100,000 of them, 50 MB of JSON), and units take minutes to get through them. The verdict is the one the
+ * unit would reach (lib/sync/verdict.ts), made without what the executor learnt since the start about what the
+ * server adds to each item: an object whose only differences are fields its item does not set keeps a record of
+ * hashes, which the unit decides with what it learnt.
  * An object that no one SyncConfig's item names here (none, or several: a conflict the unit reports) is left to the
  * unit, content and all.
  */

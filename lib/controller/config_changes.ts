@@ -9,6 +9,7 @@ import type { EventRecorder } from "../kube/events.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import { type CompiledSyncConfig, keyOf, refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { PROJECT_NAME_PLACEHOLDER } from "../model/template.ts";
+import { keepMarker } from "../sync/cached_object.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { WorkFacts } from "../sync/retry_policy.ts";
@@ -84,6 +85,7 @@ export class ConfigChanges {
       else log.info("SyncConfig {syncConfig} is being deleted", { syncConfig: key, pruning });
       return;
     }
+    keepMarker(key); // the objects it writes name it: by number in the caches
     const { entry, changed } = registry.compile(key, sc);
     if (changed) {
       this.d.executor.forgetConfig(key); // a new generation is tried at once, in every namespace

@@ -53,7 +53,13 @@ export interface PruningDeps {
 /** What pruning asks of the pruner (lib/sync/pruner.ts). */
 export type PrunerParts = Pick<
   Pruner,
-  "createdIn" | "indexCreatedBy" | "creatorsIn" | "namespacesCreatedBy" | "prune" | "watchItemKinds"
+  | "createdIn"
+  | "indexCreatedBy"
+  | "creatorsIn"
+  | "namespacesCreatedBy"
+  | "prune"
+  | "watchItemKinds"
+  | "unindexCreatedBy"
 >;
 
 /** What the prune step of a unit would delete in a namespace, decided from the caches at one moment. */
@@ -208,6 +214,9 @@ export class Pruning {
     const deleting = this.#deleting.has(key);
     const present = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
     const prunes = deleting ? this.scope(key, false).kind === "deleting" : this.enabled(key);
+    // What it created stays in place and is no candidate any more: its index entries go (pruning turning on indexes
+    // what is there again).
+    if (!prunes) pruner.unindexCreatedBy(key);
     switch (finalizerAction(deleting, present, prunes)) {
       case "none":
         return SETTLED;

@@ -26,7 +26,7 @@ export class InitialState<T> {
 
   constructor(
     private readonly store: ObjectStore<T>,
-    private readonly decode: (raw: KubeObject, previous: T | undefined) => T | undefined,
+    private readonly decode: (raw: KubeObject, previous: T | undefined, reply: false, initial: true) => T | undefined,
   ) {}
 
   add(raw: KubeObject): void {
@@ -38,7 +38,7 @@ export class InitialState<T> {
       this.#seen.set(key, old);
       return;
     }
-    const value = this.decode(raw, sameObject(store, old, raw));
+    const value = this.decode(raw, sameObject(store, old, raw), false, true);
     if (value === undefined) this.#seen.delete(key);
     else this.#seen.set(key, store.make(value, raw.metadata?.resourceVersion ?? "", raw.metadata?.uid));
   }

@@ -40,9 +40,10 @@ export interface ReflectorOptions<T> {
    * Turns a raw object into what is cached (drop what is not needed); undefined skips the object. `previous` is the
    * cached value of the same object (same uid), if any, so that what was learnt about it can carry over. `reply`
    * is set for an object given to {@link Reflector.upsert} (one the caller holds and deals with at once), unset for
-   * one that came from a list or watch.
+   * one that came from a list or watch; `initial` for one of an initial state (the first list, a relist after 410
+   * Gone), where every object arrives at once, unset for a watch event after it.
    */
-  decode: (raw: KubeObject, previous: T | undefined, reply?: boolean) => T | undefined;
+  decode: (raw: KubeObject, previous: T | undefined, reply?: boolean, initial?: boolean) => T | undefined;
   onChange?: ChangeHandler<T>;
   /** Told about list/watch failures and restarts (for logs and metrics). */
   onError?: (error: unknown, willRetryInMs: number) => void;
@@ -95,6 +96,11 @@ export class Reflector<T> {
 
   get(key: string): T | undefined {
     return this.#store.get(key);
+  }
+
+  /** The value at `key`, got earlier, settled after an await (see ObjectStore.settled). */
+  settled(key: string): void {
+    this.#store.settled(key);
   }
 
   values(): IterableIterator<T> {

@@ -46,6 +46,11 @@ export class ObjectStore<T> {
     return this.valueOf(e);
   }
 
+  /** The value at `key`, handed out earlier, settled after an await: packed once the current code has run. */
+  settled(key: string): void {
+    if (this.#entries.has(key)) this.#schedulePack(key);
+  }
+
   entry(key: string): Entry | undefined {
     return this.#entries.get(key) as Entry | undefined;
   }

@@ -4,7 +4,7 @@
  * no item names keep their identity only.
  */
 import type { KubeObject } from "../kube/objects.ts";
-import { CREATED_ANNOTATION, HASH_ANNOTATION, OWNER_ANNOTATION } from "../model/markers.ts";
+import { CREATED_ANNOTATION, FIELD_MANAGER, HASH_ANNOTATION, OWNER_ANNOTATION } from "../model/markers.ts";
 import { InternTable } from "./intern_table.ts";
 
 /**
@@ -75,12 +75,17 @@ const bounded = (v: unknown, max: number): string | undefined =>
   typeof v !== "string" ? undefined : v.length <= max ? v : `${v.slice(0, max)}...`;
 
 /**
- * Owners and managers repeat (one per SyncConfig, a few managers) across thousands of objects: one copy each, and a
- * number for each, which a packed entry (packed_object.ts) writes instead of the string. Bounded: anyone can write
- * these annotations; past the bound a value is its own copy (and its entry is not packed).
+ * espejo's own markers repeat across thousands of objects (one key per SyncConfig, its field manager): one copy
+ * each, and a number for each, which a packed entry (packed_object.ts) writes instead of the string. Only those are
+ * kept ({@link keepMarker}): anyone can write markers, and another value is its own (bounded) copy, written into the
+ * packed entry as it is.
  */
 export const markers = new InternTable(10_000);
+markers.add(FIELD_MANAGER);
 const intern = (v: string | undefined) => (v === undefined ? undefined : markers.intern(v));
+
+/** `cfgKey` is a SyncConfig espejo knows: objects name it by number. */
+export const keepMarker = (cfgKey: string): void => markers.add(cfgKey);
 
 /**
  * Keeps what drift detection needs: the markers (bounded), the live ownerReferences and, for an object an item

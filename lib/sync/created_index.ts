@@ -103,6 +103,17 @@ export class CreatedIndex {
     this.#byNamespace.delete(namespace);
   }
 
+  /** SyncConfig `cfgKey` went, or no longer prunes: its entries go (turning pruning on indexes them again). */
+  forgetConfig(cfgKey: string): void {
+    const n = this.#configs.known(cfgKey);
+    if (n === undefined) return;
+    const prefix = `${n}${SEP}`;
+    for (const [namespace, entries] of this.#byNamespace) {
+      for (const e of entries) if (e.startsWith(prefix)) entries.delete(e);
+      if (!entries.size) this.#byNamespace.delete(namespace);
+    }
+  }
+
   #encode(cfgKey: string, resourceKey: string, name: string): string {
     // Joined: a concatenation would keep the strings it was made of alive.
     return [this.#configs.numberOf(cfgKey), this.#resources.numberOf(resourceKey), name].join(SEP);

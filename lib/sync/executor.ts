@@ -75,6 +75,7 @@ export class Executor {
     const fail = failure(site);
     if (item.problem) return specProblem(ref.cfg.key, `.spec.syncItems[${item.index}]`, item.problem);
     let target: SyncTarget;
+    let settled: () => void;
     try {
       const resource = await this.#resolve(item.apiVersion, item.kind);
       const { object: desired, hash } = await desiredObject(ref.cfg, item, ref.namespace);
@@ -84,12 +85,17 @@ export class Executor {
       // Kept without content while no item named it (anyone can label their objects): read it once now.
       if (observed?.contentless) observed = await this.#read(cache, objectPath(resource, ref.namespace, name));
       target = { ...ref, item, resource, desired, hash, observed };
+      // Judged below after an await or two (the read, what the server adds): packed then, not at its next get.
+      settled = () => cache.settled(`${ref.namespace}/${desired.metadata!.name}`);
     } catch (e) {
       return fail(e);
     }
     const keys = keysOf(target);
     let { plan, memo } = planSyncItem(target, this.#view);
-    if (target.observed) remember(target.observed, memo);
+    if (target.observed) {
+      remember(target.observed, memo);
+      settled();
+    }
     // The first unexplained object of an item is written to learn what the server adds; the others wait for that
     // (after a restart: one write per item that the server extends, not one per namespace).
     const learning = this.#learning.get(keys.itemKey);
@@ -97,6 +103,7 @@ export class Executor {
       await learning;
       ({ plan, memo } = planSyncItem(target, this.#view));
       remember(target.observed!, memo);
+      settled();
     }
     const decided = plan;
     const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(decided), result);

@@ -4,7 +4,7 @@
  *
  * Settled means that nothing in the entry changes any more: its content was dropped (it was judged, or no item names
  * it) and it carries no out-of-sync record and no ownerReferences. An entry with a value the string cannot hold (a
- * newline in a tenant's annotation, a marker past the intern table's bound) stays an object.
+ * newline in a tenant's hash annotation) stays an object.
  */
 import type { Packing } from "../kube/store.ts";
 import { type CachedObject, markers } from "./cached_object.ts";
@@ -18,14 +18,23 @@ const HAS_BASELINE = 16;
 /** The baseline's desired hash is the entry's own (the usual case): written once. */
 const BASELINE_FOR_OWN_HASH = 32;
 
-/** A marker as its number in the intern table ("" for none); undefined when it has none (not packable). */
-function markerRef(v: string | undefined): string | undefined {
+/**
+ * A marker as its number in the intern table ("" for none), or else as itself after `=` (JSON after `~` when it
+ * holds a newline): a value that is not espejo's own (bounded by cached_object.ts) costs its length, no more.
+ */
+function markerRef(v: string | undefined): string {
   if (v === undefined) return "";
   const i = markers.indexOf(v);
-  return i === undefined ? undefined : i.toString(36);
+  if (i !== undefined) return i.toString(36);
+  return v.includes(SEP) ? `~${JSON.stringify(v)}` : `=${v}`;
 }
 
-const markerAt = (ref: string) => (ref === "" ? undefined : markers.at(parseInt(ref, 36)));
+function markerAt(ref: string): string | undefined {
+  if (ref === "") return undefined;
+  if (ref[0] === "=") return ref.slice(1);
+  if (ref[0] === "~") return JSON.parse(ref.slice(1));
+  return markers.at(parseInt(ref, 36));
+}
 
 export const packedObjects: Packing<CachedObject> = {
   pack(o: CachedObject): string | undefined {
@@ -33,7 +42,6 @@ export const packedObjects: Packing<CachedObject> = {
     const owner = markerRef(o.owner);
     const createdBy = markerRef(o.createdBy);
     const manager = markerRef(o.manager);
-    if (owner === undefined || createdBy === undefined || manager === undefined) return undefined;
     const hash = o.desiredHash ?? "";
     const base = o.baseline;
     const baseFor = base && base.desiredHash !== o.desiredHash ? base.desiredHash : "";

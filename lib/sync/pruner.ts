@@ -39,6 +39,14 @@ export class Pruner {
     this.caches.indexCreatedBy(cfgKey);
   }
 
+  /**
+   * SyncConfig `cfgKey` no longer prunes: what it created stays in place and is no candidate any more, so its index
+   * entries go (see ResourceCaches.forgetConfig; one that went is forgotten through the books of per-key state).
+   */
+  unindexCreatedBy(cfgKey: string): void {
+    this.caches.forgetConfig(cfgKey);
+  }
+
   /** The SyncConfigs that may have created objects in `namespace` (unchecked). */
   creatorsIn(namespace: string): string[] {
     return this.caches.creatorsIn(namespace);

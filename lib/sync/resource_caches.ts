@@ -11,9 +11,10 @@ import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
+import { judgedOnArrival } from "./judged_on_arrival.ts";
 import { packedObjects } from "./packed_object.ts";
-import { reasonOf } from "./failures.ts";
 import type { PruneCandidate } from "./prune.ts";
+export { cacheProblem, ready } from "./cache_ready.ts";
 import { type CachedObject, decodeManaged, type ExistingObject } from "./cached_object.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../model/markers.ts";
 
@@ -68,14 +69,13 @@ export class ResourceCaches {
         path: collectionPath(r),
         labelSelector: `${MANAGED_LABEL}=${MANAGED_LABEL_VALUE}`,
         packing: packedObjects,
-        decode: (raw, previous, reply) => {
+        decode: (raw, previous, reply, initial) => {
           const meta = raw.metadata;
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
-          // Not while espejo writes it: this is most likely the echo of that write, whose reply is judged anyway.
           const writing = this.#writing.has(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
-          if (reply !== true && entry.json !== undefined && !writing) {
+          if (judgedOnArrival(entry, initial === true, writing)) {
             this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
           }
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
@@ -218,6 +218,11 @@ export class ResourceCaches {
     this.#created.forgetNamespace(namespace);
   }
 
+  /** SyncConfig `cfgKey` went, or no longer prunes: what it created is not indexed any more. */
+  forgetConfig(cfgKey: string): void {
+    this.#created.forgetConfig(cfgKey);
+  }
+
   /** The metadata cache of every object of resource `r`, started if needed. */
   existing(r: ResourceInfo): Reflector<ExistingObject> {
     return this.#start(this.#existing, r, (stop) => {
@@ -284,27 +289,3 @@ export class ResourceCaches {
 
 /** Removals remembered; a namespace deleted with more objects than this forgets its oldest (no restore follows). */
 const MAX_REMOVED = 10_000;
-
-/** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
-const CACHE_WAIT_MS = 30_000;
-
-export function cacheProblem(resource: ResourceInfo, e: unknown): string {
-  return e
-    ? `cannot list and watch ${resource.resource}: ${reasonOf(e)}`
-    : `the cache of ${resource.resource} is not filled yet`;
-}
-
-/**
- * Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once, and when
- * the cache was stopped meanwhile (its kind no longer named: it will never fill, and the unit must not hang on it).
- */
-export async function ready(
-  cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void>; stopped: boolean },
-): Promise<boolean> {
-  const deadline = Date.now() + CACHE_WAIT_MS;
-  while (!cache.hasSynced) {
-    if (cache.lastError || cache.stopped || Date.now() > deadline) return false;
-    await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
-  }
-  return true;
-}

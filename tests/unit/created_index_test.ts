@@ -48,3 +48,16 @@ Deno.test("CreatedIndex forgets a namespace whole", () => {
   assert.deepEqual([...index.in("a")], []);
   assert.deepEqual(index.namespacesOf("espejo/one"), []);
 });
+
+Deno.test("CreatedIndex.forgetConfig drops every entry of one SyncConfig, and only those", () => {
+  fc.assert(fc.property(fc.array(entry), fc.constantFrom("espejo/one", "espejo/two", "other/x"), (added, gone) => {
+    const index = new CreatedIndex();
+    for (const e of added) index.add(e.namespace, e.cfgKey, e.resourceKey, e.name);
+    index.forgetConfig(gone);
+    for (const ns of ["a", "b", "c"]) {
+      const expected = [...new Set(added.filter((e) => e.namespace === ns && e.cfgKey !== gone).map(key))].sort();
+      assert.deepEqual([...index.in(ns)].map(key).sort(), expected);
+    }
+    assert.deepEqual(index.namespacesOf(gone), []);
+  }));
+});

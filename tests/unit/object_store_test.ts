@@ -70,3 +70,16 @@ Deno.test("ObjectStore: an entry made of a value that has settled already is pac
   assert.equal(store.make({ resourceVersion: "9", uid: "u", note: "in sync" }, "9", "u"), "9\nu\nin sync");
   assert.equal(typeof store.make({ resourceVersion: "9", uid: "u", busy: true }, "9", "u"), "object");
 });
+
+Deno.test("ObjectStore: a value that settles after an await is packed once told so", async () => {
+  const store = new ObjectStore<Item>(packing);
+  store.set("ns/a", { resourceVersion: "7", uid: "u-a", busy: true }, "7", "u-a");
+  const handed = store.get("ns/a")!;
+  await settle(); // a read or a wait in between: the look at it for packing has passed
+  delete handed.busy;
+  store.settled("ns/a");
+  await settle();
+  assert.equal(store.entry("ns/a"), "7\nu-a\n");
+  store.settled("ns/gone");
+  assert.equal(store.size, 1, "a key that is not stored stays so");
+});

@@ -1,7 +1,7 @@
 /** A settled cache entry as one string (lib/sync/packed_object.ts): everything it says survives the round trip. */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import type { CachedObject } from "../../lib/sync/cached_object.ts";
+import { type CachedObject, decodeManaged, keepMarker, markers } from "../../lib/sync/cached_object.ts";
 import { packedObjects } from "../../lib/sync/packed_object.ts";
 
 const hash = fc.string({ minLength: 1, maxLength: 64 }).filter((s) => !s.includes("\n"));
@@ -57,4 +57,33 @@ Deno.test("packedObjects: an entry that may still change, or holds what a string
   assert.equal(packedObjects.pack({ ...base, ownerReferences: [{ uid: "o" }] }), undefined, "ownerReferences");
   assert.equal(packedObjects.pack({ ...base, desiredHash: "a\nb" }), undefined, "a newline in a tenant's marker");
   assert.ok(packedObjects.pack(base)!.length < 40);
+});
+
+Deno.test("packedObjects: tenants' markers neither fill the intern table nor stop packing", () => {
+  const before = markers.size;
+  const raw = (i: number) => ({
+    metadata: {
+      name: `cm-${i}`,
+      namespace: "tenant",
+      uid: `u-${i}`,
+      resourceVersion: `${i}`,
+      annotations: { "sync.appuio.ch/owner": `tenant/o${i}`, "sync.appuio.ch/created-by": `tenant/c${i}` },
+      managedFields: [{ manager: `m${i}\nline`, operation: "Apply", time: "2026-01-01T00:00:00Z" }],
+    },
+  });
+  for (let i = 0; i < 12_000; i++) {
+    const entry = decodeManaged(raw(i), undefined, false, true);
+    if (i % 1000 !== 999) continue;
+    const packed = packedObjects.pack(entry);
+    assert.ok(packed !== undefined, `object ${i} is packed`);
+    assert.deepEqual(packedObjects.unpack(packed, entry.resourceVersion, entry.uid), entry);
+  }
+  assert.equal(markers.size, before, "no tenant value was interned");
+  keepMarker("espejo/new-config");
+  const ours = decodeManaged(
+    { ...raw(0), metadata: { ...raw(0).metadata, annotations: { "sync.appuio.ch/owner": "espejo/new-config" } } },
+    undefined,
+    false,
+  );
+  assert.ok(packedObjects.pack(ours)!.length < 40, "a SyncConfig's key is written by number");
 });

@@ -56,6 +56,7 @@ function pruning(sc: SyncConfig, o: { left?: string[]; refuse?: ApiError } = {})
     namespacesCreatedBy: () => ["team-a", "team-b"],
     prune: () => Promise.resolve({ state: "deleted" }),
     watchItemKinds: () => Promise.resolve(undefined),
+    unindexCreatedBy: (k) => void told.push(`unindex ${k}`),
   };
   const registry = new Registry<NamespaceInfo>();
   registry.compile(KEY, sc);
@@ -85,13 +86,13 @@ Deno.test("Pruning.settle: turned on, the finalizer is added, and what it create
   ]);
 });
 
-Deno.test("Pruning.settle: turned off, the finalizer is removed; neither on nor held, nothing happens", async () => {
+Deno.test("Pruning.settle: turned off, the finalizer is removed and what it created leaves the index", async () => {
   const off = pruning(syncConfig({ prune: false, finalizer: true }));
   assert.deepEqual(await off.p.settle(KEY), { retry: false });
-  assert.deepEqual(off.told, ["PATCH finalizers []"]);
+  assert.deepEqual(off.told, [`unindex ${KEY}`, "PATCH finalizers []"]);
   const none = pruning(syncConfig({ prune: false, finalizer: false }));
   assert.deepEqual(await none.p.settle(KEY), { retry: false });
-  assert.deepEqual(none.told, []);
+  assert.deepEqual(none.told, [`unindex ${KEY}`], "no request: only the index entries go");
 });
 
 Deno.test("Pruning.settle: deleted, what is left is queued and looked at again from 5 s; none left, released", async () => {
@@ -106,7 +107,7 @@ Deno.test("Pruning.settle: deleted, what is left is queued and looked at again f
 Deno.test("Pruning.settle: deleted without pruning, released with what it created left in place", async () => {
   const { p, told } = pruning(syncConfig({ prune: false, finalizer: true, deleting: true }), { left: ["team-a"] });
   assert.deepEqual(await p.settle(KEY), { retry: false });
-  assert.deepEqual(told, ["PATCH finalizers []"]);
+  assert.deepEqual(told, [`unindex ${KEY}`, "PATCH finalizers []"]);
 });
 
 Deno.test("Pruning.settle: a refused finalizer patch comes back by the policy: a conflict soon, else later", async () => {
