@@ -61,7 +61,7 @@ export interface ControllerBooks {
   configs: Pick<ConfigChanges, "forgetConfig">;
   workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
   executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
-  caches: Pick<ResourceCaches, "forgetNamespace" | "forgetConfig">;
+  caches: Pick<ResourceCaches, "forgetNamespace">;
   metrics: Pick<Metrics, "items" | "invalid">;
 }
 
@@ -88,10 +88,9 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
     namespace: (ns) => b.executor.forgetNamespace(ns),
     config: (k) => b.executor.forgetConfig(k),
   });
-  books.register("created index", {
-    namespace: (ns) => b.caches.forgetNamespace(ns),
-    config: (k) => b.caches.forgetConfig(k),
-  });
+  // A SyncConfig being deleted "goes" here while pruning still needs what it created: pruning unindexes it once it
+  // is gone for good or prunes no more (Pruning.settle).
+  books.register("created index", { namespace: (ns) => b.caches.forgetNamespace(ns) });
   books.register("item gauges", {
     config: (syncconfig) => {
       for (const state of ["synchronized", "deleted", "failed"]) b.metrics.items.remove({ syncconfig, state });

@@ -177,12 +177,8 @@ export class Pruning {
     plans.forEach(({ cfgKey, plan: p }, i) => {
       const r = results[i];
       if (r.state === "failed") {
-        log.error("{message}", {
-          syncConfig: cfgKey,
-          namespace,
-          ...r.fields,
-          message: `SyncConfig ${cfgKey}: ${r.message}`,
-        });
+        const message = `SyncConfig ${cfgKey}: ${r.message}`;
+        log.error("{message}", { syncConfig: cfgKey, namespace, ...r.fields, message });
         out.retry = true;
         return;
       }
@@ -210,7 +206,10 @@ export class Pruning {
   async settle(key: string): Promise<WorkFacts> {
     const sc = this.d.syncConfigs.get(key);
     const { pruner } = this.d;
-    if (!sc) return SETTLED;
+    if (!sc) {
+      pruner.unindexCreatedBy(key); // gone for good (pruned first, if it pruned: the finalizer held it)
+      return SETTLED;
+    }
     const deleting = this.#deleting.has(key);
     const present = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
     const prunes = deleting ? this.scope(key, false).kind === "deleting" : this.enabled(key);
@@ -256,10 +255,8 @@ export class Pruning {
       return listing || created.has(key);
     });
     if (problem) {
-      log.warn("SyncConfig {syncConfig} is being deleted but cannot be pruned yet: {problem}", {
-        syncConfig: key,
-        problem,
-      });
+      const syncConfig = key;
+      log.warn("SyncConfig {syncConfig} is being deleted but cannot be pruned yet: {problem}", { syncConfig, problem });
     } else if (!left.length) {
       return await this.#setFinalizer(key, sc, false) ?? SETTLED;
     }

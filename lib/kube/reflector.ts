@@ -116,16 +116,12 @@ export class Reflector<T> {
     })(this.#store);
   }
 
-  /**
-   * Puts the reply of our own write into the store at once, so the next sync does not act on the stale copy
-   * before the watch delivers the change. The watch event later replaces it.
-   */
+  /** Our own write's reply, stored at once: the next sync must not act on the stale copy before the watch catches up. */
   upsert(reply: object): void {
     const raw = asKubeObject(reply);
     if (!raw) return;
-    const key = objectKey(raw);
     const store = this.#store;
-    const old = store.entry(key);
+    const key = objectKey(raw), old = store.entry(key);
     const rv = raw.metadata?.resourceVersion ?? "";
     // The watch may already have delivered a later change by someone else (an edit, or a delete and a new object
     // of the same name): that copy is the truth. resourceVersions of one resource are ordered across objects.

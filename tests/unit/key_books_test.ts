@@ -37,7 +37,7 @@ function recordingParts() {
     configs: { forgetConfig: tell("templated deleteItems warnings") },
     workers: { forgetNamespace: tell("work retries"), forgetConfig: tell("work retries") },
     executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
-    caches: { forgetNamespace: tell("created index"), forgetConfig: tell("created index") },
+    caches: { forgetNamespace: tell("created index") },
     metrics: new Metrics(),
   };
   return { parts, told };
@@ -59,7 +59,6 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
   ]);
   books.configGone("espejo/gone");
   assert.deepEqual(told.sort(), [
-    "created index espejo/gone",
     "item retries and server adds espejo/gone",
     "ledger espejo/gone",
     "status writer espejo/gone",
