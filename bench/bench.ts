@@ -21,7 +21,7 @@ import { installBase } from "../testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
 import { AuditTail, countBy, percentile } from "./audit_tail.ts";
-import { aboutSyncConfig } from "../tests/integration/harness.ts";
+import { aboutSyncConfig } from "../testenv/harness.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
 import { Cgroup, MemorySampler } from "./limits.ts";

@@ -26,7 +26,7 @@ import {
   requestsBy,
   type RunningController,
   startController,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../../lib/model/markers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
