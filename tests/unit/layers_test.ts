@@ -79,3 +79,15 @@ Deno.test("fast tests: tests/unit/ imports no control plane, no Prometheus tools
     "deno task test:unit runs tests/unit/ without a server: move such a test to tests/integration/",
   );
 });
+
+Deno.test("bench/ imports nothing from tests/: what bench and tests share lives in testenv/", () => {
+  const root = resolve(lib, "..");
+  const wrong: string[] = [];
+  for (const f of files(join(root, "bench"))) {
+    for (const target of importsOf(f)) {
+      const rel = relative(root, target);
+      if (rel.startsWith("tests/")) wrong.push(`${relative(root, f)} imports ${rel}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
+});
