@@ -34,6 +34,7 @@ import {
   kubeconfigYaml,
 } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
+import { Cgroup, type CgroupStats } from "../testenv/cgroup.ts";
 import { espejoPermissions, shippedFlags } from "../testenv/permissions.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
@@ -227,13 +228,11 @@ class Proc {
     argv: string[],
     env: Record<string, string>,
     logPath: string,
-    cgroupProcs: string[] = [],
+    cgroup?: Cgroup,
     cwd?: string,
   ): Proc {
     // Under limits, a shell joins the cgroups and then becomes the controller (exec), so nothing runs outside them.
-    const [cmd, ...args] = cgroupProcs.length
-      ? ["sh", "-c", `${cgroupProcs.map((f) => `echo $$ > '${f}'`).join(" && ")} && exec "$@"`, "sh", ...argv]
-      : argv;
+    const [cmd, ...args] = cgroup ? ["sh", "-c", `${cgroup.enterCommand()} && exec "$@"`, "sh", ...argv] : argv;
     const child = new Deno.Command(cmd, { args, env, cwd, stdin: "null", stdout: "piped", stderr: "piped" }).spawn();
     const file = Deno.openSync(logPath, { write: true, create: true, append: true });
     const writer = file.writable.getWriter();
@@ -294,92 +293,6 @@ class Proc {
     try {
       this.child.kill("SIGKILL");
     } catch { /* gone */ }
-  }
-}
-
-interface CgroupStats {
-  limitBytes: number;
-  usageBytes: number;
-  maxUsageBytes: number;
-  failcnt: number;
-  oomKills: number;
-  rssBytes: number;
-  cacheBytes: number;
-  mappedFileBytes: number;
-  nrPeriods: number;
-  nrThrottled: number;
-  throttledNs: number;
-}
-
-/** A pair of cgroup v1 groups (memory, cpu) for one controller run. */
-class Cgroup {
-  readonly memDir: string;
-  readonly cpuDir: string;
-  peakRssBytes = 0;
-  #timer?: ReturnType<typeof setInterval>;
-
-  constructor(readonly name: string) {
-    this.memDir = `/sys/fs/cgroup/memory/${name}`;
-    this.cpuDir = `/sys/fs/cgroup/cpu/${name}`;
-  }
-
-  async create(memory: string, quotaUs: number, periodUs: number): Promise<void> {
-    for (const d of [this.memDir, this.cpuDir]) await Deno.mkdir(d);
-    await Deno.writeTextFile(join(this.memDir, "memory.limit_in_bytes"), memory);
-    await Deno.writeTextFile(join(this.cpuDir, "cpu.cfs_period_us"), String(periodUs));
-    await Deno.writeTextFile(join(this.cpuDir, "cpu.cfs_quota_us"), String(quotaUs));
-    // memory.stat's peak anonymous memory is not kept by the kernel: sample it.
-    this.#timer = setInterval(async () => {
-      const s = await this.read().catch(() => undefined);
-      if (s) this.peakRssBytes = Math.max(this.peakRssBytes, s.rssBytes);
-    }, 500);
-  }
-
-  get procsFiles(): string[] {
-    return [join(this.memDir, "cgroup.procs"), join(this.cpuDir, "cgroup.procs")];
-  }
-
-  async read(): Promise<CgroupStats> {
-    const num = async (dir: string, f: string) => Number((await Deno.readTextFile(join(dir, f))).trim());
-    const kv = async (dir: string, f: string) => {
-      const out: Record<string, number> = {};
-      for (const line of (await Deno.readTextFile(join(dir, f))).split("\n")) {
-        const [k, v] = line.split(" ");
-        if (k) out[k] = Number(v);
-      }
-      return out;
-    };
-    const stat = await kv(this.memDir, "memory.stat");
-    const oom = await kv(this.memDir, "memory.oom_control");
-    const cpu = await kv(this.cpuDir, "cpu.stat");
-    return {
-      limitBytes: await num(this.memDir, "memory.limit_in_bytes"),
-      usageBytes: await num(this.memDir, "memory.usage_in_bytes"),
-      maxUsageBytes: await num(this.memDir, "memory.max_usage_in_bytes"),
-      failcnt: await num(this.memDir, "memory.failcnt"),
-      oomKills: oom.oom_kill ?? NaN,
-      rssBytes: stat.rss ?? 0,
-      cacheBytes: stat.cache ?? 0,
-      mappedFileBytes: stat.mapped_file ?? 0,
-      nrPeriods: cpu.nr_periods ?? 0,
-      nrThrottled: cpu.nr_throttled ?? 0,
-      throttledNs: cpu.throttled_time ?? 0,
-    };
-  }
-
-  async remove(): Promise<void> {
-    clearInterval(this.#timer);
-    for (const d of [this.memDir, this.cpuDir]) {
-      for (let i = 0; i < 20; i++) {
-        try {
-          await Deno.remove(d);
-          break;
-        } catch (e) {
-          if (e instanceof Deno.errors.NotFound) break;
-          await delay(250);
-        }
-      }
-    }
   }
 }
 
@@ -711,7 +624,7 @@ async function runSemantic(
     [c.exe, ...c.args({ metrics, health })],
     { KUBECONFIG: kubeconfig, WATCH_NAMESPACE: cfg },
     join(out, `${c.id}-semantic.log`),
-    [],
+    undefined,
     c.cwd,
   );
   const checkpoints: SemanticRun["checkpoints"] = [];
@@ -844,8 +757,8 @@ async function runScale(
   let cgroup: Cgroup | undefined;
   let exe = c.exe;
   if (limits) {
-    cgroup = new Cgroup(`espejo-compare-${p}-${Date.now()}`);
-    await cgroup.create(memoryLimit, cpuQuota, cpuPeriod);
+    cgroup = await Cgroup.create(`espejo-compare-${p}-${Date.now()}`, memoryLimit, cpuQuota / cpuPeriod, cpuPeriod);
+    cgroup.sampleRss();
     exe = await privateCopy(c.exe, work, `${c.id}-exe`);
   }
   const exits: string[] = [];
@@ -857,7 +770,7 @@ async function runScale(
       [exe, ...c.args({ metrics, health })],
       { KUBECONFIG: kubeconfig, WATCH_NAMESPACE: cfg },
       join(out, `${c.id}-scale.log`),
-      cgroup?.procsFiles,
+      cgroup,
       c.cwd,
     );
   const memTimeline: [number, number][] = [];
@@ -883,7 +796,7 @@ async function runScale(
       if (proc.exited) {
         collect(proc);
         const s = proc.exited;
-        const oom = cgroup ? (await cgroup.read()).oomKills : NaN;
+        const oom = cgroup ? (await cgroup.stats()).oomKills : NaN;
         exits.push(
           `after ${seconds(performance.now() - t0)}: code ${s.code}${s.signal ? ` (${s.signal})` : ""}` +
             (cgroup ? `, cgroup oom_kill=${oom}` : ""),
@@ -908,7 +821,7 @@ async function runScale(
     await delay(steadyMs);
     const steadyRequests = await windowRequests(audit, identity.username);
     await proc.sample();
-    const stats = cgroup ? await cgroup.read() : undefined;
+    const stats = cgroup ? await cgroup.stats() : undefined;
     await proc.stop();
     collect(proc);
     return {

@@ -1,10 +1,8 @@
 /**
- * The Go espejo's container limits (memory 100Mi, CPU 300m) for the controller under benchmark: a cgroup v1 memory
- * and cpu group (root only; Linux), and a sampler of the process's resident memory. A process killed by the memory
- * limit is counted, not hidden: that is the failure this measures.
+ * What the bench reports of the controller inside the Go espejo's container limits (memory 100Mi, CPU 300m; the group
+ * is testenv/cgroup.ts), and a sampler of the process's resident memory. A process killed by the memory limit is
+ * counted, not hidden: that is the failure this measures.
  */
-export { Cgroup } from "../testenv/cgroup.ts";
-
 export interface LimitFigures {
   memoryLimitMiB: number;
   cpuQuota: number;
