@@ -20,8 +20,9 @@ import type { AuditEvent, Identity } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
-import { AuditTail, countBy, percentile } from "./audit_tail.ts";
-import { aboutSyncConfig } from "../testenv/harness.ts";
+import { AuditTail, countBy, percentile } from "./kit/audit.ts";
+import { aboutSyncConfig, createNamespace as createNamespaceWith } from "../testenv/harness.ts";
+import { createNamespaces } from "./kit/namespaces.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
 import { MemorySampler } from "./limits.ts";
@@ -80,13 +81,6 @@ async function until<T>(
     if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
     await sleep(everyMs);
   }
-}
-
-async function pool<T>(items: T[], concurrency: number, fn: (t: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
 }
 
 /** The controller as a process, with its /metrics. */
@@ -187,13 +181,8 @@ class Arrivals {
   }
 }
 
-async function createNamespace(admin: HttpKubeClient, name: string): Promise<void> {
-  await admin.request({
-    method: "POST",
-    path: "/api/v1/namespaces",
-    body: { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { [BENCH_LABEL]: "yes" } } },
-  });
-}
+const createNamespace = (admin: HttpKubeClient, name: string) =>
+  createNamespaceWith(admin, name, { [BENCH_LABEL]: "yes" });
 
 const byIdentity = (events: AuditEvent[], id: Identity) =>
   events.filter((e) => e.user.username === id.username && e.verb !== "watch");
@@ -340,7 +329,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     log(`N=${N}: creating ${N} namespaces and ${M} SyncConfigs`);
     const names = Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`);
     // In parallel: the API server takes dozens at once, and 5000 one after the other take minutes.
-    await pool(names, 64, (n) => createNamespace(admin, n));
+    await createNamespaces(admin, names, { [BENCH_LABEL]: "yes" }, 64);
     for (let i = 0; i < M; i++) {
       await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(i) });
     }

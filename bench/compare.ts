@@ -37,13 +37,14 @@ import { installBase } from "../testenv/shared.ts";
 import { Cgroup, type CgroupStats } from "../testenv/cgroup.ts";
 import { espejoPermissions, shippedFlags } from "../testenv/permissions.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
-import { isAlreadyExists, isNotFound } from "../lib/kube/errors.ts";
+import { isNotFound } from "../lib/kube/errors.ts";
 import { parseGoDuration } from "../lib/app/duration.ts";
-import { AuditTail } from "./audit_tail.ts";
+import { AuditTail, countBy } from "./kit/audit.ts";
+import { pool } from "./kit/pool.ts";
+import { createNamespaces } from "./kit/namespaces.ts";
 import { colorOf, lineChart } from "./charts.ts";
 import { memoryMiB, requestsPerSecond, type Timeline } from "./timeline.ts";
 import {
-  countBy,
   type DiffRow,
   diffSnapshots,
   emptyTally,
@@ -377,23 +378,6 @@ function collectionFor(obj: Obj): string {
   return kinds[obj.kind as string];
 }
 
-async function createNamespace(admin: HttpKubeClient, name: string, labels: Record<string, string>): Promise<void> {
-  await admin.request({
-    method: "POST",
-    path: "/api/v1/namespaces",
-    body: { apiVersion: "v1", kind: "Namespace", metadata: { name, labels } },
-  }).catch((e) => {
-    if (!isAlreadyExists(e)) throw e;
-  });
-}
-
-async function pool<T>(items: T[], concurrency: number, fn: (t: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
-}
-
 /** Deletes the run's namespaces (and the cluster-scoped objects named after them) and waits until they are gone. */
 async function deleteRun(admin: HttpKubeClient, prefix: string): Promise<void> {
   const mine = (o: Obj) => md(o).name.startsWith(`${prefix}-`);
@@ -614,7 +598,7 @@ async function runSemantic(
   const identity = await createServiceAccount(admin, cfg, "espejo", "cluster-admin");
   const kubeconfig = join(work, `${p}.kubeconfig`);
   await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
-  for (const ns of scenarioNamespaces(p)) await createNamespace(admin, ns.name, ns.labels);
+  for (const ns of scenarioNamespaces(p)) await createNamespaces(admin, [ns.name], ns.labels);
   for (const o of preexistingObjects(p)) await createObject(admin, collectionFor(o), o);
   for (const sc of scenarioSyncConfigs(p, 1)) await createObject(admin, collectionFor(sc), sc);
 
@@ -750,7 +734,7 @@ async function runScale(
   const kubeconfig = join(work, `${p}.kubeconfig`);
   await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
   const names = Array.from({ length: scaleN }, (_, i) => `${p}-${String(i).padStart(5, "0")}`);
-  await pool(names, 16, (n) => createNamespace(admin, n, { [RUN_LABEL]: p }));
+  await createNamespaces(admin, names, { [RUN_LABEL]: p }, 16);
   for (const sc of scaleSyncConfigs(p, scaleK)) await createObject(admin, collectionFor(sc), sc);
   const expected = scaleN * scaleK;
 
