@@ -31,7 +31,7 @@ import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./
 import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
 import { colorOf, lineChart } from "./charts.ts";
 import { timelineOf } from "./timeline.ts";
-import { shippedFlags } from "../testenv/permissions.ts";
+import { shippedArgv, spawnLogged } from "../testenv/process.ts";
 import { imageEnvironment } from "../testenv/image_env.ts";
 import { espejoIdentity, optIn } from "../testenv/espejo_rbac.ts";
 
@@ -99,10 +99,7 @@ class ControllerProcess {
   ) {}
 
   async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
-    const args = [
-      "run",
-      ...shippedFlags(), // as the Dockerfile compiles it
-      join(repoRoot, "main.ts"),
+    const argv = shippedArgv([
       "--kubeconfig",
       this.kubeconfig,
       `--metrics-addr=127.0.0.1:${this.metricsPort}`,
@@ -112,15 +109,12 @@ class ControllerProcess {
       "--kube-api-burst=2000",
       "--log-format=json",
       ...extraArgs,
-    ];
-    // The shell sends the log straight to a file: nothing in this process has to keep a pipe drained.
-    const quoted = [Deno.execPath(), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
-    const enter = this.cgroup ? `${this.cgroup.enterCommand()} && ` : "";
-    this.child = new Deno.Command("sh", {
-      args: ["-c", `${enter}exec ${quoted} >>'${this.logFile}' 2>&1`],
+    ]);
+    this.child = spawnLogged(argv, {
       env: { ...imageEnvironment(), WATCH_NAMESPACE: CONFIG_NS },
-      stdin: "null",
-    }).spawn();
+      logFile: this.logFile,
+      cgroup: this.cgroup,
+    });
     this.exited = false;
     this.#stopping = false;
     void this.child.status.then(() => this.exited = !this.#stopping);

@@ -35,6 +35,7 @@ import {
 } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
 import { Cgroup, type CgroupStats } from "../testenv/cgroup.ts";
+import { spawnLogged } from "../testenv/process.ts";
 import { espejoPermissions, shippedFlags } from "../testenv/permissions.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isNotFound } from "../lib/kube/errors.ts";
@@ -232,16 +233,7 @@ class Proc {
     cgroup?: Cgroup,
     cwd?: string,
   ): Proc {
-    // Under limits, a shell joins the cgroups and then becomes the controller (exec), so nothing runs outside them.
-    const [cmd, ...args] = cgroup ? ["sh", "-c", `${cgroup.enterCommand()} && exec "$@"`, "sh", ...argv] : argv;
-    const child = new Deno.Command(cmd, { args, env, cwd, stdin: "null", stdout: "piped", stderr: "piped" }).spawn();
-    const file = Deno.openSync(logPath, { write: true, create: true, append: true });
-    const writer = file.writable.getWriter();
-    const drain = async (s: ReadableStream<Uint8Array>) => {
-      for await (const chunk of s) await writer.write(chunk);
-    };
-    Promise.all([drain(child.stdout), drain(child.stderr)]).finally(() => writer.close().catch(() => {}));
-    return new Proc(child, performance.now());
+    return new Proc(spawnLogged(argv, { env, logFile: logPath, cgroup, cwd }), performance.now());
   }
 
   get pid(): number {
