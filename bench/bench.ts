@@ -25,7 +25,7 @@ import { aboutSyncConfig, createNamespace as createNamespaceWith } from "../test
 import { createNamespaces } from "./kit/namespaces.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
-import { MemorySampler } from "./limits.ts";
+import { MemorySampler, statusKiB } from "./kit/process.ts";
 import { Cgroup } from "../testenv/cgroup.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
@@ -279,8 +279,7 @@ async function measurePass(
  * anonymous memory (heap and allocator: what grows with the data). Linux only; zeros elsewhere.
  */
 async function residentParts(pid: number): Promise<{ anonMiB: number; fileMiB: number }> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
-  const kib = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1] ?? 0);
+  const kib = await statusKiB(pid);
   return { anonMiB: kib("RssAnon") / 1024, fileMiB: kib("RssFile") / 1024 };
 }
 

@@ -35,7 +35,7 @@ import {
 } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
 import { Cgroup, type CgroupStats } from "../testenv/cgroup.ts";
-import { spawnLogged } from "../testenv/process.ts";
+import { type MemorySamples, Proc } from "./kit/process.ts";
 import { espejoPermissions, shippedFlags } from "../testenv/permissions.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { isNotFound } from "../lib/kube/errors.ts";
@@ -150,7 +150,6 @@ await Deno.stat(goBinary).catch(() => {
 
 const log = (s: string) => console.error(`compare: ${s}`);
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const CLK_TCK = 100;
 
 type Id = "go" | "deno";
 interface Contender {
@@ -196,98 +195,6 @@ const contenders: Contender[] = [
 
 // ---------------------------------------------------------------------------------------------------------------
 // Processes and cgroups
-
-interface MemorySamples {
-  maxRssKiB: number;
-  hwmKiB: number;
-  maxAnonKiB: number;
-}
-
-const running = new Set<Proc>();
-
-/** A controller process: its log drained to a file, its memory and CPU time sampled from /proc every 500 ms. */
-class Proc {
-  readonly mem: MemorySamples = { maxRssKiB: 0, hwmKiB: 0, maxAnonKiB: 0 };
-  /** Resident memory over the run, [Unix ms, KiB], about once a second (for the charts). */
-  readonly rssTimeline: [number, number][] = [];
-  cpuTicks = 0;
-  exited?: Deno.CommandStatus;
-  readonly status: Promise<Deno.CommandStatus>;
-  readonly #timer: ReturnType<typeof setInterval>;
-  #sampling = false;
-
-  constructor(readonly child: Deno.ChildProcess, readonly startedAt: number) {
-    this.status = child.status.then((s) => {
-      this.exited = s;
-      running.delete(this);
-      return s;
-    });
-    this.#timer = setInterval(() => this.sample(), 500);
-    running.add(this);
-  }
-
-  static spawn(
-    argv: string[],
-    env: Record<string, string>,
-    logPath: string,
-    cgroup?: Cgroup,
-    cwd?: string,
-  ): Proc {
-    return new Proc(spawnLogged(argv, { env, logFile: logPath, cgroup, cwd }), performance.now());
-  }
-
-  get pid(): number {
-    return this.child.pid;
-  }
-
-  async sample(): Promise<void> {
-    if (this.#sampling || this.exited) return;
-    this.#sampling = true;
-    try {
-      const status = await Deno.readTextFile(`/proc/${this.pid}/status`);
-      const kib = (f: string) => Number(status.match(new RegExp(`^${f}:\\s+(\\d+) kB`, "m"))?.[1] ?? 0);
-      this.mem.maxRssKiB = Math.max(this.mem.maxRssKiB, kib("VmRSS"));
-      const last = this.rssTimeline.at(-1);
-      if (!last || Date.now() - last[0] >= 1000) this.rssTimeline.push([Date.now(), kib("VmRSS")]);
-      this.mem.hwmKiB = Math.max(this.mem.hwmKiB, kib("VmHWM"));
-      this.mem.maxAnonKiB = Math.max(this.mem.maxAnonKiB, kib("RssAnon"));
-      const stat = await Deno.readTextFile(`/proc/${this.pid}/stat`);
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      this.cpuTicks = Number(rest[11]) + Number(rest[12]); // utime, stime
-    } catch {
-      /* exited meanwhile */
-    } finally {
-      this.#sampling = false;
-    }
-  }
-
-  get cpuSeconds(): number {
-    return this.cpuTicks / CLK_TCK;
-  }
-
-  async stop(): Promise<Deno.CommandStatus> {
-    await this.sample();
-    clearInterval(this.#timer);
-    if (!this.exited) {
-      try {
-        this.child.kill("SIGTERM");
-      } catch { /* gone */ }
-      const done = await Promise.race([this.status.then(() => true), delay(15_000).then(() => false)]);
-      if (!done) {
-        try {
-          this.child.kill("SIGKILL");
-        } catch { /* gone */ }
-      }
-    }
-    return await this.status;
-  }
-
-  kill(): void {
-    try {
-      this.child.kill("SIGKILL");
-    } catch { /* gone */ }
-  }
-}
 
 /**
  * A private copy of an executable, its page cache dropped: under a memory cgroup, a page is charged to the group
@@ -1072,7 +979,7 @@ log(`output in ${out}`);
 
 let cp: ControlPlane | undefined;
 const cleanup = async () => {
-  for (const p of running) p.kill();
+  for (const p of Proc.running) p.kill();
   await cp?.stop();
   await Deno.remove(work, { recursive: true }).catch(() => {});
 };
