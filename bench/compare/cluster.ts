@@ -1,6 +1,12 @@
 /** What both phases do on the cluster: private executables, discovery, objects, cleanup, requests of a window. */
 import { join } from "node:path";
-import { type AuditEvent, delay } from "../../testenv/controlplane.ts";
+import {
+  type AuditEvent,
+  type ControlPlane,
+  createServiceAccount,
+  delay,
+  kubeconfigYaml,
+} from "../../testenv/controlplane.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
 import { AuditTail } from "../kit/audit.ts";
@@ -90,6 +96,13 @@ export function collectionFor(obj: Obj): string {
     SyncConfig: `/apis/sync.appuio.ch/v1alpha1/namespaces/${ns}/syncconfigs`,
   };
   return kinds[obj.kind as string];
+}
+
+/** A ServiceAccount in `namespace` bound to cluster-admin (as both controllers run here), its kubeconfig at `path`. */
+export async function clusterAdminIn(cp: ControlPlane, admin: HttpKubeClient, namespace: string, path: string) {
+  const identity = await createServiceAccount(admin, namespace, "espejo", "cluster-admin");
+  await Deno.writeTextFile(path, kubeconfigYaml(cp.server, cp.caPem, identity));
+  return { identity, kubeconfig: path };
 }
 
 /** Deletes the run's namespaces (and the cluster-scoped objects named after them) and waits until they are gone. */

@@ -1,13 +1,6 @@
 /** The scale phase: N namespaces and K items under the Go espejo's limits, timed to convergence. */
 import { join } from "node:path";
-import {
-  type AuditEvent,
-  ControlPlane,
-  createServiceAccount,
-  delay,
-  freePorts,
-  kubeconfigYaml,
-} from "../../testenv/controlplane.ts";
+import { type AuditEvent, ControlPlane, delay, freePorts } from "../../testenv/controlplane.ts";
 import { Cgroup, type CgroupStats } from "../../testenv/cgroup.ts";
 import { type MemorySamples, Proc } from "../kit/process.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
@@ -37,7 +30,7 @@ import {
   seconds,
   steadyMs,
 } from "./options.ts";
-import { collectionFor, createObject, list, privateCopy, windowRequests } from "./cluster.ts";
+import { clusterAdminIn, collectionFor, createObject, list, privateCopy, windowRequests } from "./cluster.ts";
 import { verbTable } from "./semantic.ts";
 
 export interface ScaleRun {
@@ -93,9 +86,7 @@ export async function runScale(
   const p = c.scalePrefix;
   const cfg = `${p}-cfg`;
   log(`${c.title}: scale scenario, ${scaleN} namespaces x ${scaleK} items${limits ? " under limits" : ""}`);
-  const identity = await createServiceAccount(admin, cfg, "espejo", "cluster-admin");
-  const kubeconfig = join(work, `${p}.kubeconfig`);
-  await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
+  const { identity, kubeconfig } = await clusterAdminIn(cp, admin, cfg, join(work, `${p}.kubeconfig`));
   const names = Array.from({ length: scaleN }, (_, i) => `${p}-${String(i).padStart(5, "0")}`);
   await createNamespaces(admin, names, { [RUN_LABEL]: p }, 16);
   for (const sc of scaleSyncConfigs(p, scaleK)) await createObject(admin, collectionFor(sc), sc);

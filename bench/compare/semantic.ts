@@ -1,13 +1,6 @@
 /** The semantic phase: the documented semantics run by each controller, snapshotted twice, diffed and labelled. */
 import { join } from "node:path";
-import {
-  type AuditEvent,
-  ControlPlane,
-  createServiceAccount,
-  delay,
-  freePorts,
-  kubeconfigYaml,
-} from "../../testenv/controlplane.ts";
+import { type AuditEvent, ControlPlane, delay, freePorts } from "../../testenv/controlplane.ts";
 import { type MemorySamples, Proc } from "../kit/process.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { AuditTail, countBy } from "../kit/audit.ts";
@@ -44,7 +37,7 @@ import {
   seconds,
   steadyMs,
 } from "./options.ts";
-import { collectionFor, createObject, list, md, type Resource, windowRequests } from "./cluster.ts";
+import { clusterAdminIn, collectionFor, createObject, list, md, type Resource, windowRequests } from "./cluster.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Convergence and snapshots
@@ -244,9 +237,7 @@ export async function runSemantic(
   const p = c.semanticPrefix;
   const cfg = `${p}-cfg`;
   log(`${c.title}: semantic scenario in ${p}-*`);
-  const identity = await createServiceAccount(admin, cfg, "espejo", "cluster-admin");
-  const kubeconfig = join(work, `${p}.kubeconfig`);
-  await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
+  const { identity, kubeconfig } = await clusterAdminIn(cp, admin, cfg, join(work, `${p}.kubeconfig`));
   for (const ns of scenarioNamespaces(p)) await createNamespaces(admin, [ns.name], ns.labels);
   for (const o of preexistingObjects(p)) await createObject(admin, collectionFor(o), o);
   for (const sc of scenarioSyncConfigs(p, 1)) await createObject(admin, collectionFor(sc), sc);
@@ -261,21 +252,19 @@ export async function runSemantic(
     c.cwd,
   );
   const checkpoints: SemanticRun["checkpoints"] = [];
+  /** Waits until stable, then snapshots the objects and takes the requests of the window. */
+  const checkpoint = async (n: number, name: string) => {
+    const convergence = await waitStable(admin, p, proc, convergeTimeoutMs);
+    const settled = `settled after ${seconds(convergence.settledMs)}`;
+    log(`${c.title}: checkpoint ${n} ${convergence.stable ? "stable" : "NOT stable"}, ${settled}`);
+    const requests = await windowRequests(audit, identity.username);
+    checkpoints.push({ name, convergence, snapshot: await snapshot(admin, p, resources), requests });
+  };
   const counts: CountHistory = new Map();
   const stopPolling = new AbortController();
   const polling = pollCounts(admin, p, proc, counts, stopPolling.signal);
   try {
-    const conv1 = await waitStable(admin, p, proc, convergeTimeoutMs);
-    log(
-      `${c.title}: checkpoint 1 ${conv1.stable ? "stable" : "NOT stable"}, settled after ${seconds(conv1.settledMs)}`,
-    );
-    const req1 = await windowRequests(audit, identity.username);
-    checkpoints.push({
-      name: "1: converged",
-      convergence: conv1,
-      snapshot: await snapshot(admin, p, resources),
-      requests: req1,
-    });
+    await checkpoint(1, "1: converged");
 
     const mutatedAtMs = performance.now() - proc.startedAt;
     for (const m of scenarioMutations(p)) {
@@ -292,17 +281,7 @@ export async function runSemantic(
         body: { spec: sc.spec },
       });
     }
-    const conv2 = await waitStable(admin, p, proc, convergeTimeoutMs);
-    log(
-      `${c.title}: checkpoint 2 ${conv2.stable ? "stable" : "NOT stable"}, settled after ${seconds(conv2.settledMs)}`,
-    );
-    const req2 = await windowRequests(audit, identity.username);
-    checkpoints.push({
-      name: "2: after relabels, hand edits, SyncConfig edits",
-      convergence: conv2,
-      snapshot: await snapshot(admin, p, resources),
-      requests: req2,
-    });
+    await checkpoint(2, "2: after relabels, hand edits, SyncConfig edits");
     await delay(steadyMs);
     const steadyRequests = await windowRequests(audit, identity.username);
     stopPolling.abort();
