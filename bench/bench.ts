@@ -20,16 +20,18 @@ import type { AuditEvent, Identity } from "../testenv/controlplane.ts";
 import { installBase } from "../testenv/shared.ts";
 import type { HttpKubeClient } from "../lib/kube/client.ts";
 import { Reflector } from "../lib/kube/reflector.ts";
-import { AuditTail, countBy, percentile } from "./audit_tail.ts";
-import { aboutSyncConfig } from "../tests/integration/harness.ts";
+import { AuditTail, countBy, percentile } from "./kit/audit.ts";
+import { aboutSyncConfig, createNamespace as createNamespaceWith } from "../testenv/harness.ts";
+import { createNamespaces } from "./kit/namespaces.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
-import { Cgroup, MemorySampler } from "./limits.ts";
+import { MemorySampler, statusKiB } from "./kit/process.ts";
+import { Cgroup } from "../testenv/cgroup.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
 import { colorOf, lineChart } from "./charts.ts";
 import { timelineOf } from "./timeline.ts";
-import { shippedFlags } from "../testenv/permissions.ts";
+import { shippedArgv, spawnLogged } from "../testenv/process.ts";
 import { imageEnvironment } from "../testenv/image_env.ts";
 import { espejoIdentity, optIn } from "../testenv/espejo_rbac.ts";
 
@@ -81,13 +83,6 @@ async function until<T>(
   }
 }
 
-async function pool<T>(items: T[], concurrency: number, fn: (t: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
-}
-
 /** The controller as a process, with its /metrics. */
 class ControllerProcess {
   child!: Deno.ChildProcess;
@@ -104,10 +99,7 @@ class ControllerProcess {
   ) {}
 
   async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
-    const args = [
-      "run",
-      ...shippedFlags(), // as the Dockerfile compiles it
-      join(repoRoot, "main.ts"),
+    const argv = shippedArgv([
       "--kubeconfig",
       this.kubeconfig,
       `--metrics-addr=127.0.0.1:${this.metricsPort}`,
@@ -117,15 +109,12 @@ class ControllerProcess {
       "--kube-api-burst=2000",
       "--log-format=json",
       ...extraArgs,
-    ];
-    // The shell sends the log straight to a file: nothing in this process has to keep a pipe drained.
-    const quoted = [Deno.execPath(), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
-    const enter = this.cgroup ? `${this.cgroup.enterCommand()} && ` : "";
-    this.child = new Deno.Command("sh", {
-      args: ["-c", `${enter}exec ${quoted} >>'${this.logFile}' 2>&1`],
+    ]);
+    this.child = spawnLogged(argv, {
       env: { ...imageEnvironment(), WATCH_NAMESPACE: CONFIG_NS },
-      stdin: "null",
-    }).spawn();
+      logFile: this.logFile,
+      cgroup: this.cgroup,
+    });
     this.exited = false;
     this.#stopping = false;
     void this.child.status.then(() => this.exited = !this.#stopping);
@@ -186,13 +175,8 @@ class Arrivals {
   }
 }
 
-async function createNamespace(admin: HttpKubeClient, name: string): Promise<void> {
-  await admin.request({
-    method: "POST",
-    path: "/api/v1/namespaces",
-    body: { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { [BENCH_LABEL]: "yes" } } },
-  });
-}
+const createNamespace = (admin: HttpKubeClient, name: string) =>
+  createNamespaceWith(admin, name, { [BENCH_LABEL]: "yes" });
 
 const byIdentity = (events: AuditEvent[], id: Identity) =>
   events.filter((e) => e.user.username === id.username && e.verb !== "watch");
@@ -295,8 +279,7 @@ async function measurePass(
  * anonymous memory (heap and allocator: what grows with the data). Linux only; zeros elsewhere.
  */
 async function residentParts(pid: number): Promise<{ anonMiB: number; fileMiB: number }> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
-  const kib = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1] ?? 0);
+  const kib = await statusKiB(pid);
   return { anonMiB: kib("RssAnon") / 1024, fileMiB: kib("RssFile") / 1024 };
 }
 
@@ -339,7 +322,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     log(`N=${N}: creating ${N} namespaces and ${M} SyncConfigs`);
     const names = Array.from({ length: N }, (_, i) => `bench-${String(i).padStart(5, "0")}`);
     // In parallel: the API server takes dozens at once, and 5000 one after the other take minutes.
-    await pool(names, 64, (n) => createNamespace(admin, n));
+    await createNamespaces(admin, names, { [BENCH_LABEL]: "yes" }, 64);
     for (let i = 0; i < M; i++) {
       await admin.request({ method: "POST", path: SC_API, body: benchSyncConfig(i) });
     }

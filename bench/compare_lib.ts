@@ -620,12 +620,6 @@ export function requestsOf(events: AuditEvent[], username: string): AuditEvent[]
   );
 }
 
-export function countBy<T>(items: T[], key: (t: T) => string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const i of items) out[key(i)] = (out[key(i)] ?? 0) + 1;
-  return out;
-}
-
 export const resourceOf = (e: AuditEvent) => {
   const r = e.objectRef;
   if (!r?.resource) return e.requestURI.split("?")[0];

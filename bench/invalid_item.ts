@@ -5,13 +5,7 @@
  * identity (watches excluded) in each minute after the SyncConfig is created, and their total. Reports; never fails.
  */
 import { parseArgs } from "node:util";
-import {
-  auditNow,
-  createNamespace,
-  createSyncConfig,
-  requestsBy,
-  startController,
-} from "../tests/integration/harness.ts";
+import { auditNow, createNamespace, createSyncConfig, requestsBy, startController } from "../testenv/harness.ts";
 import { clientFor, testCluster, uniqueName } from "../testenv/shared.ts";
 
 const { values } = parseArgs({

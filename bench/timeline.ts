@@ -1,4 +1,4 @@
-import { eachLine } from "./audit_tail.ts";
+import { eachLine } from "./kit/audit.ts";
 
 /** What a bench run looked like over time, for the charts: the controller's requests per second and its memory. */
 

@@ -4,7 +4,7 @@
  * what is wrong, and espejo's requests.
  */
 import type { TestCluster } from "../../testenv/shared.ts";
-import { auditNow, requestsBy } from "../integration/harness.ts";
+import { auditNow, requestsBy } from "../../testenv/harness.ts";
 import { awaitInvariant, type Violation } from "./invariant.ts";
 import { describeStep, planGame, playable } from "./plan.ts";
 import { createWorld, destroyWorld } from "./world.ts";

@@ -15,7 +15,7 @@
  *   espejo's to delete. The SyncConfig without pruning leaves its objects as they are.
  */
 import { deepEqual, type KubeObject } from "../../lib/kube/objects.ts";
-import { counterValue, statusOf, type SyncConfigStatusView } from "../integration/harness.ts";
+import { counterValue, statusOf, type SyncConfigStatusView } from "../../testenv/harness.ts";
 import {
   CREATED_ANNOTATION,
   type GameConfig,

@@ -16,7 +16,7 @@ import { isAlreadyExists, isNotFound } from "../../lib/kube/errors.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import type { Identity } from "../../testenv/controlplane.ts";
 import { clientFor, eventually, type TestCluster, uniqueName } from "../../testenv/shared.ts";
-import { createNamespace, type RunningController, startController, statusOf } from "../integration/harness.ts";
+import { createNamespace, type RunningController, startController, statusOf } from "../../testenv/harness.ts";
 
 export const MANAGED_LABEL = "sync.appuio.ch/managed-by";
 export const OWNER_ANNOTATION = "sync.appuio.ch/owner";

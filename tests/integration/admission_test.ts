@@ -16,7 +16,7 @@ import type { KubeObject } from "../../lib/kube/objects.ts";
 import { repoRoot } from "../../testenv/build.ts";
 import { type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
+import { createNamespace, createSyncConfig, getObject, startController } from "../../testenv/harness.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

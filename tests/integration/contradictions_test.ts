@@ -15,7 +15,7 @@ import {
   requestsBy,
   startController,
   statusOf,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;

@@ -2,7 +2,14 @@
 import assert from "node:assert/strict";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { renderMessage } from "../../lib/app/logging.ts";
-import { counterValue, createNamespace, createSyncConfig, eventsOf, getObject, startController } from "./harness.ts";
+import {
+  counterValue,
+  createNamespace,
+  createSyncConfig,
+  eventsOf,
+  getObject,
+  startController,
+} from "../../testenv/harness.ts";
 import { withLogRecords } from "./log_records.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

@@ -17,7 +17,7 @@ import {
   type RunningController,
   startController,
   statusOf,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 import { startWebhook } from "./webhook.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

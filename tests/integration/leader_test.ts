@@ -9,7 +9,7 @@ import { freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 import { applyObject } from "../../testenv/apply.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "./harness.ts";
+import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "../../testenv/harness.ts";
 import type { Identity } from "../../testenv/controlplane.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 

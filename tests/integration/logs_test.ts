@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import type { LogRecord } from "@logtape/logtape";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { renderMessage } from "../../lib/app/logging.ts";
-import { createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
+import { createNamespace, createSyncConfig, getObject, startController } from "../../testenv/harness.ts";
 import { withLogRecords } from "./log_records.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

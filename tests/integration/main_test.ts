@@ -5,7 +5,7 @@ import { repoRoot } from "../../testenv/build.ts";
 import { freePorts, type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { makeCerts } from "../../testenv/certs.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { createNamespace, createSyncConfig, getObject } from "./harness.ts";
+import { createNamespace, createSyncConfig, getObject } from "../../testenv/harness.ts";
 import { espejoPermissions, espejoV8Flags, shippedFlags } from "../../testenv/permissions.ts";
 import { imageEnvironment } from "../../testenv/image_env.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";

@@ -10,12 +10,11 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { repoRoot } from "../../testenv/build.ts";
 import { Cgroup } from "../../testenv/cgroup.ts";
 import { freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 import { imageEnvironment } from "../../testenv/image_env.ts";
-import { shippedFlags } from "../../testenv/permissions.ts";
+import { shippedArgv, spawnLogged } from "../../testenv/process.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import {
@@ -26,7 +25,7 @@ import {
   requestsBy,
   type RunningController,
   startController,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../../lib/model/markers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -49,22 +48,18 @@ class ControllerProcess {
   ) {}
 
   async start(): Promise<void> {
-    const args = [
-      "run",
-      ...shippedFlags(),
-      join(repoRoot, "main.ts"),
+    const argv = shippedArgv([
       "--kubeconfig",
       this.kubeconfig,
       "--metrics-addr=0",
       `--health-addr=127.0.0.1:${this.healthPort}`,
       "--log-format=json",
-    ];
-    const quoted = [Deno.execPath(), ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
-    this.child = new Deno.Command("sh", {
-      args: ["-c", `${this.cgroup.enterCommand()} && exec ${quoted} >>'${this.logFile}' 2>&1`],
+    ]);
+    this.child = spawnLogged(argv, {
       env: { ...imageEnvironment(), WATCH_NAMESPACE: this.watchNamespace },
-      stdin: "null",
-    }).spawn();
+      logFile: this.logFile,
+      cgroup: this.cgroup,
+    });
     this.exited = undefined;
     this.exit = this.child.status.then((s) => (this.exited = s));
     await eventually(

@@ -13,7 +13,7 @@ import { repoRoot } from "../../testenv/build.ts";
 import { ControlPlane, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { ensurePrometheusTools } from "../../testenv/prometheus_tools.ts";
 import { clientFor, eventually, installBase, type TestCluster, testCluster } from "../../testenv/shared.ts";
-import { createNamespace, createSyncConfig, startController } from "./harness.ts";
+import { createNamespace, createSyncConfig, startController } from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const monitoring = join(repoRoot, "deploy/monitoring");

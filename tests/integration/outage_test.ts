@@ -7,7 +7,7 @@ import { ControlPlane } from "../../testenv/controlplane.ts";
 import { installBase, type TestCluster } from "../../testenv/shared.ts";
 import { clientFor, eventually } from "../../testenv/shared.ts";
 import type { Metrics } from "../../lib/metrics/metrics.ts";
-import { counterValue, createNamespace, createSyncConfig, getObject, startController } from "./harness.ts";
+import { counterValue, createNamespace, createSyncConfig, getObject, startController } from "../../testenv/harness.ts";
 import { withLogRecords } from "./log_records.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

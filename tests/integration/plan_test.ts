@@ -11,7 +11,7 @@ import { repoRoot } from "../../testenv/build.ts";
 import { createServiceAccount, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { auditEvents, clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { auditNow, createNamespace, getObject, requestsBy, startController, statusOf } from "./harness.ts";
+import { auditNow, createNamespace, getObject, requestsBy, startController, statusOf } from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const cm = (name: string, data: Record<string, string> = { v: name }) => ({

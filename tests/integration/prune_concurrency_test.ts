@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { auditNow, createNamespace, getObject, requestsBy, startController } from "./harness.ts";
+import { auditNow, createNamespace, getObject, requestsBy, startController } from "../../testenv/harness.ts";
 import { startWebhook } from "./webhook.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

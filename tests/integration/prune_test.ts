@@ -13,7 +13,7 @@ import {
   type RunningController,
   startController,
   statusOf,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const SC_API = "/apis/sync.appuio.ch/v1alpha1";

@@ -11,7 +11,14 @@ import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { copyOfDeployedRbac, espejoIdentity, type ManagerRole, optIn } from "../../testenv/espejo_rbac.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { isNotFound } from "../../lib/kube/errors.ts";
-import { condition, createNamespace, createSyncConfig, getObject, startController, statusOf } from "./harness.ts";
+import {
+  condition,
+  createNamespace,
+  createSyncConfig,
+  getObject,
+  startController,
+  statusOf,
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const RBAC_API = "/apis/rbac.authorization.k8s.io/v1";

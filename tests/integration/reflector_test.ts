@@ -9,7 +9,7 @@ import type { KubeObject } from "../../lib/kube/objects.ts";
 import type { HttpKubeClient, KubeClient, KubeRequest, ListRest, WatchEvent } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
-import { createNamespace } from "./harness.ts";
+import { createNamespace } from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 

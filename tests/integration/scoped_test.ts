@@ -14,7 +14,7 @@ import {
   requestsBy,
   startController,
   statusOf,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const items = [

@@ -12,7 +12,7 @@ import {
   requestsBy,
   startController,
   statusOf,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const cm = (name: string, labels: Record<string, string> = {}) => ({

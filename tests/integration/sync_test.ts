@@ -12,7 +12,7 @@ import {
   startController,
   statusOf,
   type TestObject,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;

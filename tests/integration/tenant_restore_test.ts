@@ -20,7 +20,7 @@ import {
   startController,
   statusOf,
   type TestObject,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const INTERVAL_MS = 3000;

@@ -21,7 +21,7 @@ import {
   startController,
   statusOf,
   type TestObject,
-} from "./harness.ts";
+} from "../../testenv/harness.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 /** The reconcile interval of every controller in this file. */

@@ -59,7 +59,13 @@ Deno.test("layers: the planner imports no client, no cache class and no timer", 
 Deno.test("fast tests: tests/unit/ imports no control plane, no Prometheus tools and no integration harness", () => {
   const unit = resolve(lib, "../tests/unit");
   const root = resolve(lib, "..");
-  const slow = ["testenv/shared.ts", "testenv/controlplane.ts", "testenv/prometheus_tools.ts", "tests/integration/"];
+  const slow = [
+    "testenv/shared.ts",
+    "testenv/controlplane.ts",
+    "testenv/prometheus_tools.ts",
+    "testenv/harness.ts",
+    "tests/integration/",
+  ];
   const wrong: string[] = [];
   for (const f of files(unit)) {
     for (const target of importsOf(f)) {
@@ -72,4 +78,16 @@ Deno.test("fast tests: tests/unit/ imports no control plane, no Prometheus tools
     [],
     "deno task test:unit runs tests/unit/ without a server: move such a test to tests/integration/",
   );
+});
+
+Deno.test("bench/ imports nothing from tests/: what bench and tests share lives in testenv/", () => {
+  const root = resolve(lib, "..");
+  const wrong: string[] = [];
+  for (const f of files(join(root, "bench"))) {
+    for (const target of importsOf(f)) {
+      const rel = relative(root, target);
+      if (rel.startsWith("tests/")) wrong.push(`${relative(root, f)} imports ${rel}`);
+    }
+  }
+  assert.deepEqual(wrong, []);
 });

@@ -2,15 +2,15 @@
  * Runs the controller in-process against the test control plane, under the ServiceAccount identity and the RBAC
  * of deploy/ (never as admin), opted in to what a test syncs beyond the common kinds, and helpers to read what it did.
  */
-import { Controller } from "../../lib/controller/controller.ts";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
-import { Metrics } from "../../lib/metrics/metrics.ts";
-import type { KubeObject } from "../../lib/kube/objects.ts";
-import type { AuditEvent, Identity } from "../../testenv/controlplane.ts";
-import { DEPLOYED, espejoIdentity, type ManagerRole, type OptIn, optIn } from "../../testenv/espejo_rbac.ts";
-import { auditEvents, clientFor, eventually, type TestCluster } from "../../testenv/shared.ts";
-import { isNotFound } from "../../lib/kube/errors.ts";
-import { setupLogging } from "../../lib/app/logging.ts";
+import { Controller } from "../lib/controller/controller.ts";
+import { HttpKubeClient } from "../lib/kube/client.ts";
+import { Metrics } from "../lib/metrics/metrics.ts";
+import type { KubeObject } from "../lib/kube/objects.ts";
+import type { AuditEvent, Identity } from "./controlplane.ts";
+import { DEPLOYED, espejoIdentity, type ManagerRole, type OptIn, optIn } from "./espejo_rbac.ts";
+import { auditEvents, clientFor, eventually, type TestCluster } from "./shared.ts";
+import { isNotFound } from "../lib/kube/errors.ts";
+import { setupLogging } from "../lib/app/logging.ts";
 
 // ESPEJO_TEST_LOG=debug shows the controller's log while tests run.
 if (Deno.env.get("ESPEJO_TEST_LOG")) await setupLogging("text", Deno.env.get("ESPEJO_TEST_LOG") === "debug");

@@ -1,5 +1,5 @@
 /** Reads an API server audit log incrementally, so that counting the requests of a time window stays cheap. */
-import type { AuditEvent } from "../testenv/controlplane.ts";
+import type { AuditEvent } from "../../testenv/controlplane.ts";
 
 export class AuditTail {
   #offset = 0;

@@ -1,0 +1,139 @@
+/**
+ * The controller under measurement as a process: its memory (from /proc/PID/status) and CPU time sampled while it
+ * runs. Linux only; elsewhere the figures stay zero.
+ */
+import type { Cgroup } from "../../testenv/cgroup.ts";
+import { delay } from "../../testenv/controlplane.ts";
+import { spawnLogged } from "../../testenv/process.ts";
+
+const CLK_TCK = 100;
+
+/** The kB fields of /proc/PID/status (VmRSS, VmHWM, RssAnon, RssFile...) by name; 0 when absent or ended. */
+export async function statusKiB(pid: number): Promise<(field: string) => number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
+  return (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
+}
+
+export interface MemorySamples {
+  maxRssKiB: number;
+  hwmKiB: number;
+  maxAnonKiB: number;
+}
+
+/** A controller process: its log appended to a file, its memory and CPU time sampled from /proc every 500 ms. */
+export class Proc {
+  /** The processes not yet ended, to kill on an interrupt. */
+  static readonly running = new Set<Proc>();
+  readonly mem: MemorySamples = { maxRssKiB: 0, hwmKiB: 0, maxAnonKiB: 0 };
+  /** Resident memory over the run, [Unix ms, KiB], about once a second (for the charts). */
+  readonly rssTimeline: [number, number][] = [];
+  cpuTicks = 0;
+  exited?: Deno.CommandStatus;
+  readonly status: Promise<Deno.CommandStatus>;
+  readonly #timer: ReturnType<typeof setInterval>;
+  #sampling = false;
+
+  constructor(readonly child: Deno.ChildProcess, readonly startedAt: number) {
+    this.status = child.status.then((s) => {
+      this.exited = s;
+      Proc.running.delete(this);
+      return s;
+    });
+    this.#timer = setInterval(() => this.sample(), 500);
+    Proc.running.add(this);
+  }
+
+  static spawn(
+    argv: string[],
+    env: Record<string, string>,
+    logPath: string,
+    cgroup?: Cgroup,
+    cwd?: string,
+  ): Proc {
+    return new Proc(spawnLogged(argv, { env, logFile: logPath, cgroup, cwd }), performance.now());
+  }
+
+  get pid(): number {
+    return this.child.pid;
+  }
+
+  async sample(): Promise<void> {
+    if (this.#sampling || this.exited) return;
+    this.#sampling = true;
+    try {
+      const kib = await statusKiB(this.pid);
+      if (!kib("VmRSS")) return; // exited meanwhile
+      this.mem.maxRssKiB = Math.max(this.mem.maxRssKiB, kib("VmRSS"));
+      const last = this.rssTimeline.at(-1);
+      if (!last || Date.now() - last[0] >= 1000) this.rssTimeline.push([Date.now(), kib("VmRSS")]);
+      this.mem.hwmKiB = Math.max(this.mem.hwmKiB, kib("VmHWM"));
+      this.mem.maxAnonKiB = Math.max(this.mem.maxAnonKiB, kib("RssAnon"));
+      const stat = await Deno.readTextFile(`/proc/${this.pid}/stat`);
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      this.cpuTicks = Number(rest[11]) + Number(rest[12]); // utime, stime
+    } catch {
+      /* exited meanwhile */
+    } finally {
+      this.#sampling = false;
+    }
+  }
+
+  get cpuSeconds(): number {
+    return this.cpuTicks / CLK_TCK;
+  }
+
+  async stop(): Promise<Deno.CommandStatus> {
+    await this.sample();
+    clearInterval(this.#timer);
+    if (!this.exited) {
+      try {
+        this.child.kill("SIGTERM");
+      } catch { /* gone */ }
+      const done = await Promise.race([this.status.then(() => true), delay(15_000).then(() => false)]);
+      if (!done) {
+        try {
+          this.child.kill("SIGKILL");
+        } catch { /* gone */ }
+      }
+    }
+    return await this.status;
+  }
+
+  kill(): void {
+    try {
+      this.child.kill("SIGKILL");
+    } catch { /* gone */ }
+  }
+}
+
+/** Samples /proc/PID/status every 100 ms until stopped; keeps the peaks. */
+export class MemorySampler {
+  peakAnonKiB = 0;
+  peakRssKiB = 0;
+  /** Resident memory once a second, [Unix ms, KiB], across restarts of the process (for the charts). */
+  readonly timeline: [number, number][] = [];
+  #timer?: ReturnType<typeof setInterval>;
+
+  start(pid: number): void {
+    this.stop();
+    this.#timer = setInterval(async () => {
+      const kib = await statusKiB(pid);
+      this.peakAnonKiB = Math.max(this.peakAnonKiB, kib("RssAnon"));
+      this.peakRssKiB = Math.max(this.peakRssKiB, kib("VmHWM"));
+      const now = Date.now();
+      const last = this.timeline.at(-1);
+      if (kib("VmRSS") && (!last || now - last[0] >= 1000)) this.timeline.push([now, kib("VmRSS")]);
+    }, 100);
+  }
+
+  /** The next peaks count from now (a restart's are its own). */
+  resetPeaks(): void {
+    this.peakAnonKiB = 0;
+    this.peakRssKiB = 0;
+  }
+
+  stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}
