@@ -126,3 +126,17 @@ Deno.test("ConfigChanges warns about templated deleteItems once per SyncConfig, 
   t.c.changed("espejo/x");
   assert.equal(warnings(), 2);
 });
+
+Deno.test("ConfigChanges: a burst over 5,000 namespaces queues their keys, nothing rendered", async () => {
+  const namespaces = Array.from({ length: 5000 }, (_, i) => ns(`team-${i}`));
+  const t = changes(namespaces);
+  t.cache.set("espejo/big", syncConfig("big", 1, ["team-.*"]));
+  await t.c.process("espejo/big");
+  const queued = t.told.filter((l) => l.startsWith("queued "));
+  assert.equal(queued.length, 5000, "one work item per namespace");
+  // A work item is the namespace's key and nothing else: the unit renders the desired objects when a worker takes
+  // it, so what a burst holds grows with the number of namespaces, not with their items or their size.
+  for (const [i, line] of queued.entries()) {
+    assert.equal(line, `queued {"kind":"namespace","name":"team-${i}"} syncconfig`);
+  }
+});
