@@ -11,6 +11,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
+import { OwnWrites } from "./own_writes.ts";
 import { judgedOnArrival } from "./judged_on_arrival.ts";
 import { packedObjects } from "./packed_object.ts";
 import type { PruneCandidate } from "./prune.ts";
@@ -48,10 +49,8 @@ interface Running<T> {
 export class ResourceCaches {
   readonly #managed = new Map<string, Running<CachedObject>>();
   readonly #existing = new Map<string, Running<ExistingObject>>();
-  /** Objects our own write or delete is under way for: the versions that write produced, and the last version seen. */
-  readonly #writing = new Map<string, { ours: Set<string>; seen?: string }>();
-  /** Objects an item names that someone else deleted or took our label off, until espejo writes them again. */
-  readonly #removed = new Set<string>();
+  /** espejo's own writes under way, and what someone else removed (see own_writes.ts). */
+  readonly #own = new OwnWrites();
   /** Objects that claim to be created by a SyncConfig: the candidates of pruning, checked when used. */
   readonly #created = new CreatedIndex();
 
@@ -74,7 +73,7 @@ export class ResourceCaches {
           const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
           // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
           const entry = decodeManaged(raw, previous, wanted, reply !== true);
-          const writing = this.#writing.has(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
+          const writing = this.#own.writing(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
           if (judgedOnArrival(entry, initial === true, writing)) {
             this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
           }
@@ -85,16 +84,12 @@ export class ResourceCaches {
         },
         onChange: (type, obj, _old, key) => {
           if (!cache.hasSynced) return;
-          const writing = this.#writing.get(`${resourceKey(r)}|${key}`);
-          if (writing) writing.seen = obj.resourceVersion;
+          if (this.#own.arrived(`${resourceKey(r)}|${key}`, obj.resourceVersion)) return; // told apart at its end
           // Objects no item names (anyone can label theirs) cause no work, whatever happens to them.
-          else if (obj.contentless && !obj.large) return;
-          else {
-            // Deleted or unlabelled by someone else (our own deletes are under way or forgotten already): writing it
-            // again is a restore, which backs off in a fight like any other.
-            if (type === "deleted") this.#noteRemoved(`${resourceKey(r)}|${key}`);
-            this.events.onManagedChange?.(namespaceOf(key));
-          }
+          if (obj.contentless && !obj.large) return;
+          // Deleted or unlabelled by someone else (our own deletes are under way or forgotten already).
+          if (type === "deleted") this.#own.removed(`${resourceKey(r)}|${key}`);
+          this.events.onManagedChange?.(namespaceOf(key));
         },
         onWatchRestart: (reason) => this.events.onWatchRestart?.(r.resource, reason),
         onError: (e, ms) => this.events.onError?.(r.resource, e, ms),
@@ -104,45 +99,29 @@ export class ResourceCaches {
     });
   }
 
-  /**
-   * Our own write or delete of `objectKey` (namespace/name) begins. Its watch echo, which may come before the reply,
-   * must not cause another sync of the namespace (a unit that finds nothing to do, and would reset the count of what
-   * the last one deleted), nor count as someone else's removal; a change by someone else meanwhile still must.
-   * {@link endWrite} tells them apart by version.
-   */
+  /** Our own write or delete of `objectKey` (namespace/name) begins (see own_writes.ts). */
   beginWrite(r: ResourceInfo, objectKey: string): void {
-    this.#writing.set(`${resourceKey(r)}|${objectKey}`, { ours: new Set() });
+    this.#own.begin(`${resourceKey(r)}|${objectKey}`);
   }
 
   /** Our write produced this version of the object. */
   ownVersion(r: ResourceInfo, objectKey: string, resourceVersion: string): void {
-    this.#writing.get(`${resourceKey(r)}|${objectKey}`)?.ours.add(resourceVersion);
+    this.#own.produced(`${resourceKey(r)}|${objectKey}`, resourceVersion);
   }
 
   /** Our write ended: a version seen meanwhile that it did not produce is reported as a change. */
   endWrite(r: ResourceInfo, objectKey: string): void {
-    const key = `${resourceKey(r)}|${objectKey}`;
-    const writing = this.#writing.get(key);
-    this.#writing.delete(key);
-    if (writing?.seen !== undefined && !writing.ours.has(writing.seen)) {
-      this.events.onManagedChange?.(namespaceOf(objectKey));
-    }
+    if (this.#own.end(`${resourceKey(r)}|${objectKey}`)) this.events.onManagedChange?.(namespaceOf(objectKey));
   }
 
   /** Whether someone else deleted `objectKey` (namespace/name) or took our label off since espejo last wrote it. */
   removedByOther(r: ResourceInfo, objectKey: string): boolean {
-    return this.#removed.has(`${resourceKey(r)}|${objectKey}`);
+    return this.#own.removedByOther(`${resourceKey(r)}|${objectKey}`);
   }
 
   /** espejo wrote `objectKey` again. */
   rewritten(r: ResourceInfo, objectKey: string): void {
-    this.#removed.delete(`${resourceKey(r)}|${objectKey}`);
-  }
-
-  #noteRemoved(key: string): void {
-    this.#removed.delete(key); // re-inserted last: the oldest goes first when full (a namespace of 10,000 went)
-    if (this.#removed.size >= MAX_REMOVED) this.#removed.delete(this.#removed.values().next().value!);
-    this.#removed.add(key);
+    this.#own.rewritten(`${resourceKey(r)}|${objectKey}`);
   }
 
   /**
@@ -178,10 +157,9 @@ export class ResourceCaches {
    * it), and forgotten until the watch brings it again; its removal is no one else's. Else like {@link endWrite}.
    */
   endDelete(r: ResourceInfo, objectKey: string, deleted: boolean): void {
-    const key = `${resourceKey(r)}|${objectKey}`;
-    if (!deleted) return this.endWrite(r, objectKey);
-    this.#writing.delete(key);
-    this.#removed.delete(key);
+    const changedByOther = this.#own.endDelete(`${resourceKey(r)}|${objectKey}`, deleted);
+    if (changedByOther) this.events.onManagedChange?.(namespaceOf(objectKey));
+    if (!deleted) return;
     this.#managed.get(resourceKey(r))?.reflector.forget(objectKey); // a stopped cache stays so
   }
 
@@ -286,6 +264,3 @@ export class ResourceCaches {
     return out;
   }
 }
-
-/** Removals remembered; a namespace deleted with more objects than this forgets its oldest (no restore follows). */
-const MAX_REMOVED = 10_000;
