@@ -66,6 +66,8 @@ export class Reflector<T> {
   #watchList = true;
   /** Events (bookmarks included) the current watch delivered: a watch that delivered any was healthy. */
   #watchEvents = 0;
+  /** Events delivered over the reflector's life: a waiter tells a cache still filling from one that is stuck. */
+  #received = 0;
   #stop?: AbortSignal;
   #synced = false;
   #resolveSynced!: () => void;
@@ -87,6 +89,11 @@ export class Reflector<T> {
 
   get size(): number {
     return this.#store.size;
+  }
+
+  /** How many objects and events (bookmarks included) its lists and watches delivered so far; grows while it fills. */
+  get received(): number {
+    return this.#received;
   }
 
   /** Whether the reflector was stopped: it will never fill (a waiter must not wait for it). */
@@ -199,7 +206,10 @@ export class Reflector<T> {
         signal,
       },
       this.opts.pageSize ?? 100,
-      (raw) => state.add(raw),
+      (raw) => {
+        this.#received++;
+        state.add(raw);
+      },
     );
     this.#filled(state, rv);
   }
@@ -244,6 +254,7 @@ export class Reflector<T> {
         clearTimeout(timer);
         timer = setTimeout(() => idle.abort(), idleMs);
         this.#watchEvents++;
+        this.#received++;
         this.lastError = undefined; // bookmarks included: the watch is alive
         if (!initial || ev.type === "ERROR") this.#apply(ev);
         else if (endsInitialEvents(ev)) {

@@ -2,25 +2,43 @@
 import type { ResourceInfo } from "../kube/discovery.ts";
 import { reasonOf } from "./failures.ts";
 
-/** How long a sync waits for a new cache to fill before it reports the item as failed (and retries later). */
-const CACHE_WAIT_MS = 30_000;
+/**
+ * How long a sync waits for a new cache while nothing arrives in it, before it reports the item as failed (and
+ * retries later). Not a limit on the whole fill: after a restart at 5,000 namespaces a kind's 30,000 objects take
+ * minutes to arrive inside a 30 % CPU limit, and units that failed meanwhile logged errors where there was none.
+ */
+export const CACHE_STALL_MS = 30_000;
 
 export function cacheProblem(resource: ResourceInfo, e: unknown): string {
   return e
     ? `cannot list and watch ${resource.resource}: ${reasonOf(e)}`
-    : `the cache of ${resource.resource} is not filled yet`;
+    : `the cache of ${resource.resource} is not filled yet: nothing arrived in it for ${CACHE_STALL_MS / 1000}s`;
+}
+
+/** What {@link ready} reads of a cache (a Reflector). */
+export interface FillingCache {
+  hasSynced: boolean;
+  lastError: unknown;
+  synced: Promise<void>;
+  stopped: boolean;
+  /** Objects and events delivered so far: grows while the cache fills. */
+  received: number;
 }
 
 /**
- * Waits for a cache's first list; gives up early once listing has failed (e.g. 403), to report it at once, and when
- * the cache was stopped meanwhile (its kind no longer named: it will never fill, and the unit must not hang on it).
+ * Waits for a cache's first list for as long as it keeps filling; gives up after `stallMs` without an object
+ * arriving, at once when listing has failed (e.g. 403), to report it, and when the cache was stopped meanwhile (its
+ * kind no longer named: it will never fill, and the unit must not hang on it).
  */
-export async function ready(
-  cache: { hasSynced: boolean; lastError: unknown; synced: Promise<void>; stopped: boolean },
-): Promise<boolean> {
-  const deadline = Date.now() + CACHE_WAIT_MS;
+export async function ready(cache: FillingCache, stallMs = CACHE_STALL_MS): Promise<boolean> {
+  let received = cache.received;
+  let deadline = Date.now() + stallMs;
   while (!cache.hasSynced) {
-    if (cache.lastError || cache.stopped || Date.now() > deadline) return false;
+    if (cache.lastError || cache.stopped) return false;
+    if (cache.received !== received) {
+      received = cache.received;
+      deadline = Date.now() + stallMs;
+    } else if (Date.now() > deadline) return false;
     await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
   }
   return true;

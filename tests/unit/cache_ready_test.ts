@@ -5,15 +5,24 @@ import { ready } from "../../lib/sync/resource_caches.ts";
 const never = new Promise<void>(() => {});
 
 Deno.test("ready: a synced cache is ready at once", async () => {
-  assert.equal(await ready({ hasSynced: true, lastError: undefined, synced: never, stopped: false }), true);
+  assert.equal(
+    await ready({ hasSynced: true, lastError: undefined, synced: never, stopped: false, received: 0 }),
+    true,
+  );
 });
 
 Deno.test("ready: a cache whose list failed, or that was stopped, is given up at once", async () => {
   const started = performance.now();
-  assert.equal(await ready({ hasSynced: false, lastError: new Error("403"), synced: never, stopped: false }), false);
+  assert.equal(
+    await ready({ hasSynced: false, lastError: new Error("403"), synced: never, stopped: false, received: 0 }),
+    false,
+  );
   // Stopped because no item names its kind any more: it would never fill, and a unit waiting for it held its
   // namespace for 30 s (a SyncConfig deleted and created again under its name waited that long for its first write).
-  assert.equal(await ready({ hasSynced: false, lastError: undefined, synced: never, stopped: true }), false);
+  assert.equal(
+    await ready({ hasSynced: false, lastError: undefined, synced: never, stopped: true, received: 0 }),
+    false,
+  );
   assert.ok(performance.now() - started < 1_000);
 });
 
@@ -23,10 +32,37 @@ Deno.test("ready: a cache that fills while it is waited for is ready", async () 
     hasSynced: false,
     lastError: undefined,
     stopped: false,
+    received: 0,
     synced: new Promise<void>((r) => (fill = r)),
   };
   const waiting = ready(cache);
   cache.hasSynced = true;
   fill();
   assert.equal(await waiting, true);
+});
+
+Deno.test("ready: a cache still filling is waited for past the stall time; one that stalls is given up", async () => {
+  const stallMs = 1_000;
+  // Filling: an object arrives every 100 ms for 2.5 stall times, then it is filled.
+  let fill!: () => void;
+  const filling = {
+    hasSynced: false,
+    lastError: undefined,
+    stopped: false,
+    received: 0,
+    synced: new Promise<void>((r) => (fill = r)),
+  };
+  const timer = setInterval(() => {
+    if (++filling.received < 25) return;
+    clearInterval(timer);
+    filling.hasSynced = true;
+    fill();
+  }, 100);
+  assert.equal(await ready(filling, stallMs), true);
+
+  // Stalled: nothing arrives; given up once the stall time has passed, not before.
+  const started = performance.now();
+  const stalled = { hasSynced: false, lastError: undefined, stopped: false, received: 5, synced: never };
+  assert.equal(await ready(stalled, stallMs), false);
+  assert.ok(performance.now() - started >= stallMs);
 });
