@@ -49,8 +49,8 @@ const { values } = parseArgs({
     limits: { type: "boolean", default: false },
     // The results' file names: bench/results/<name>.{json,md,svg} and <name>-{requests,memory}.svg.
     name: { type: "string", default: "latest" },
-    // Only what the goal at scale needs (memory, a new namespace, a burst, a restart, a steady pass): leaves out the
-    // edited item, pruning, the full-compare pass and the latencies during it and as a cluster admin.
+    // Only what the goal at scale needs (memory, a new namespace, a burst, restarts, a steady and a full-compare pass):
+    // leaves out the edited item, pruning, and the latencies during a pass and as a cluster admin.
     scale: { type: "boolean", default: false },
   },
 });
@@ -202,17 +202,23 @@ async function quiet(ctl: ControllerProcess, ms = 500): Promise<void> {
 }
 
 /**
- * New namespaces one at a time, each as soon as the previous one has all its items: their latencies, and how much
- * of it the controller's queue wait and unit took (the unit includes its writes).
+ * New namespaces one at a time, each as soon as the previous one has all its items: their latencies, how much of it
+ * the controller's queue wait and unit took (the unit includes its writes), and what splits the unit: the
+ * controller's CPU time per namespace (/proc) and the API server's time per write (the audit log's timestamps). A
+ * latency that grows with N while both stay flat is neither espejo's work nor its writes' cost alone.
  */
 async function measureIdle(
   ctl: ControllerProcess,
   admin: HttpKubeClient,
   arrivals: Arrivals,
   prefix: string,
-): Promise<{ latencies: number[]; inController: { queueMs: number; unitMs: number } }> {
+  audit: AuditTail,
+  identity: Identity,
+): Promise<{ latencies: number[]; inController: SizeResult["c"]["idleInController"] }> {
   const latencies: number[] = [];
   const m0 = await ctl.metrics();
+  await audit.skip();
+  const cpu0 = await cpuTicks(ctl.child.pid);
   for (let i = 0; i < samples; i++) {
     const name = `${prefix}-${i}`;
     const start = performance.now();
@@ -220,6 +226,7 @@ async function measureIdle(
     await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000 * slowdown);
     latencies.push(arrivals.completedAt.get(name)! - start);
   }
+  const cpuMsPerNamespace = ((await cpuTicks(ctl.child.pid)) - cpu0) * 10 / samples;
   await quiet(ctl);
   const m1 = await ctl.metrics();
   const meanMs = (name: string) => {
@@ -227,10 +234,26 @@ async function measureIdle(
     const count = sumOf(m1, `${name}_count`, labels) - sumOf(m0, `${name}_count`, labels);
     return (1000 * (sumOf(m1, `${name}_sum`, labels) - sumOf(m0, `${name}_sum`, labels))) / count;
   };
+  const creates = byIdentity(await audit.read(), identity).filter((e) =>
+    e.verb === "create" && e.objectRef?.namespace?.startsWith(`${prefix}-`) && e.stageTimestamp
+  );
+  const serverMs = creates.map((e) => Date.parse(e.stageTimestamp!) - Date.parse(e.requestReceivedTimestamp));
   return {
     latencies,
-    inController: { queueMs: meanMs("espejo_queue_wait_seconds"), unitMs: meanMs("espejo_sync_duration_seconds") },
+    inController: {
+      queueMs: meanMs("espejo_queue_wait_seconds"),
+      unitMs: meanMs("espejo_sync_duration_seconds"),
+      cpuMsPerNamespace,
+      serverMsPerWrite: serverMs.length ? serverMs.reduce((a, b) => a + b, 0) / serverMs.length : undefined,
+    },
   };
+}
+
+/** CPU time (user and system) of process `pid` so far, in clock ticks (10 ms). */
+async function cpuTicks(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => "");
+  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(rest[11] ?? 0) + Number(rest[12] ?? 0);
 }
 
 /**
@@ -373,7 +396,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
 
     log(`N=${N}: (c) idle latency`);
     // (c) latency while idle: one namespace at a time
-    const idleRun = await measureIdle(ctl, admin, arrivals, "bench-idle");
+    const idleRun = await measureIdle(ctl, admin, arrivals, "bench-idle", audit, identity);
     total += idleRun.latencies.length;
     const idleLatencies = idleRun.latencies;
 
@@ -519,14 +542,12 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
         ),
       };
     };
-    let g: SizeResult["g"] | undefined;
-    let full: PassFigures | undefined;
     const passLatencies: number[] = [];
+    log(`N=${N}: phase 2: restart, comparing every namespace in every pass`);
+    const g = await restart(["--full-compare-interval=0"]);
+    log(`N=${N}: (b) one full-compare pass`);
+    const full = await measurePass(ctl, audit, identity, interval);
     if (!scale) {
-      log(`N=${N}: phase 2: restart, comparing every namespace in every pass`);
-      g = await restart(["--full-compare-interval=0"]);
-      log(`N=${N}: (b) one full-compare pass`);
-      full = await measurePass(ctl, audit, identity, interval);
       const intervalCount = async () => sumOf(await ctl.metrics(), "espejo_syncs_total", { trigger: "interval" });
 
       log(`N=${N}: (c) latency during passes`);
@@ -554,12 +575,11 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
         );
         batch.forEach((n, i) => passLatencies.push(arrivals.completedAt.get(n)! - starts[i]));
       }
-      await ctl.stop();
     }
+    await ctl.stop();
 
     log(`N=${N}: (b) restart as deployed: passes skip namespaces found in sync`);
-    const asDeployed = await restart([]);
-    g ??= asDeployed;
+    await restart([]);
     const restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
     // The first pass after a start compares everything; the ones after it are what a steady cluster sees.
     const passes = async () => sumOf(await ctl.metrics(), "espejo_full_pass_duration_seconds_count");
@@ -588,7 +608,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
         250,
       );
       await quiet(asAdmin, 300);
-      const adminRun = await measureIdle(asAdmin, admin, arrivals, "bench-idle-admin");
+      const adminRun = await measureIdle(asAdmin, admin, arrivals, "bench-idle-admin", audit, cp.admin);
       idleAsAdmin = {
         n: adminRun.latencies.length,
         p50: percentile(adminRun.latencies, 50),

@@ -22,7 +22,13 @@ export interface SizeResult {
     idle: Latency;
     /** Not measured by `--scale` runs, nor `idleAsAdmin`, `b.full`, `e` and `p`. */
     duringPass?: Latency;
-    idleInController: { queueMs: number; unitMs: number };
+    idleInController: {
+      queueMs: number;
+      unitMs: number;
+      /** The controller's CPU time per new namespace, and the API server's mean time per create (absent in older results). */
+      cpuMsPerNamespace?: number;
+      serverMsPerWrite?: number;
+    };
     /** The same idle measurement with the controller running as a cluster admin (no RBAC escalation checks). */
     idleAsAdmin?: Latency;
   };
@@ -118,6 +124,14 @@ export function renderMarkdown(results: SizeResult[], meta: { date: string; comm
     "(c) idle, inside the controller: mean queue wait / unit (writes included)",
     "",
     (r) => `${ms(r.c.idleInController.queueMs)} / ${ms(r.c.idleInController.unitMs)}`,
+  );
+  row(
+    "(c) idle: controller CPU per new namespace / API server time per create",
+    "",
+    (r) => {
+      const { cpuMsPerNamespace: cpu, serverMsPerWrite: server } = r.c.idleInController;
+      return cpu === undefined ? "–" : `${ms(cpu)} / ${server === undefined ? "–" : ms(server)}`;
+    },
   );
   row(
     "(c) idle, controller as cluster admin (no RBAC escalation checks): p50 / p99",

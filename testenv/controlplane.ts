@@ -30,6 +30,8 @@ export interface AuditEvent {
   responseStatus?: { code?: number };
   stage: string;
   requestReceivedTimestamp: string;
+  /** When the stage was reached: at ResponseComplete, when the reply was done. */
+  stageTimestamp?: string;
 }
 
 /** Credentials for one identity: what a kubeconfig needs. */
