@@ -105,9 +105,9 @@ export class Reflector<T> {
     return this.#store.get(key);
   }
 
-  /** The value at `key`, got earlier, settled after an await (see ObjectStore.settled). */
-  settled(key: string): void {
-    this.#store.settled(key);
+  /** `value`, got at `key` earlier, settled after an await (see ObjectStore.settled). */
+  settled(key: string, value: T | undefined): void {
+    this.#store.settled(key, value);
   }
 
   values(): IterableIterator<T> {

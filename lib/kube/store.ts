@@ -3,11 +3,13 @@
  * uid. A cache may hold 100,000 of them, so each is kept as small as its value allows:
  * - a value that carries the object's resourceVersion and uid itself (the managed objects' `CachedObject`) is its own
  *   entry, without a wrapper;
- * - a value that the cache's {@link Packing} can write as one string once it has settled (nothing in it changes any
- *   more; a managed object judged in sync, its content dropped) is kept as that string, a third of the object with its
- *   strings. It is packed right after the synchronous code that was handed it (and judged it) has run, and unpacked
- *   into a new value each time it is read again.
+ * - a value that the cache's {@link Packing} can write as one string once it has settled (a managed object judged,
+ *   its content dropped) is kept as that string, a third of the object with its strings. It is packed right after the
+ *   synchronous code that was handed it (and judged it) has run, and unpacked into a new value each time it is read
+ *   again; code that changes such a copy after an await puts it back with {@link ObjectStore.settled}. Packed
+ *   entries are kept a namespace's to a string (lib/kube/packed_groups.ts), without a map entry each.
  */
+import { PackedGroups } from "./packed_groups.ts";
 
 /** Turns a settled value into one string and back; `pack` says undefined while the value may still change. */
 export interface Packing<T> {
@@ -27,32 +29,53 @@ class Wrapped<T> {
 const SEP = "\n";
 
 export class ObjectStore<T> {
+  /** Values, and packed entries that are not grouped. A key is in one of the two, or in neither. */
   readonly #entries = new Map<string, unknown>();
+  readonly #groups = new PackedGroups();
   /** Keys handed out or stored since the last look: packed (if they settled) once the current code has run. */
   readonly #toPack = new Set<string>();
   #packQueued = false;
 
   constructor(private readonly packing?: Packing<T>) {}
 
+  /** A new, empty store that packs as this one does. */
+  emptyLike(): ObjectStore<T> {
+    return new ObjectStore(this.packing);
+  }
+
   get size(): number {
-    return this.#entries.size;
+    return this.#entries.size + this.#groups.size;
   }
 
   /** The value at `key`; its caller may settle it, so it is looked at for packing right after. */
   get(key: string): T | undefined {
-    const e = this.#entries.get(key) as Entry | undefined;
+    const e = this.entry(key);
     if (e === undefined) return undefined;
     this.#schedulePack(key);
     return this.valueOf(e);
   }
 
-  /** The value at `key`, handed out earlier, settled after an await: packed once the current code has run. */
-  settled(key: string): void {
-    if (this.#entries.has(key)) this.#schedulePack(key);
+  /**
+   * `value`, handed out at `key` earlier, settled after an await: packed once the current code has run. A packed
+   * entry handed out a copy, which may have learnt something since (a verdict): the copy is put back, unless the
+   * object changed meanwhile (another version, or gone).
+   */
+  settled(key: string, value: T | undefined): void {
+    const e = this.entry(key);
+    if (e === undefined) return;
+    if (typeof e === "string" && value !== undefined) {
+      const v = value as { resourceVersion?: unknown; uid?: unknown };
+      if (v.resourceVersion === this.versionOf(e) && v.uid === this.uidOf(e)) {
+        this.put(key, this.make(value, v.resourceVersion as string, v.uid as string));
+        return;
+      }
+    }
+    this.#schedulePack(key);
   }
 
+  /** The entry at `key`; a grouped one is a slice of its group's string (read it, do not keep it). */
   entry(key: string): Entry | undefined {
-    return this.#entries.get(key) as Entry | undefined;
+    return (this.#entries.get(key) ?? this.#groups.get(key)) as Entry | undefined;
   }
 
   /**
@@ -68,6 +91,11 @@ export class ObjectStore<T> {
   }
 
   put(key: string, entry: Entry): void {
+    if (typeof entry === "string" && this.#groups.set(key, entry)) {
+      this.#entries.delete(key);
+      return;
+    }
+    this.#groups.delete(key);
     this.#entries.set(key, entry);
     this.#schedulePack(key);
   }
@@ -77,11 +105,13 @@ export class ObjectStore<T> {
   }
 
   delete(key: string): void {
-    this.#entries.delete(key);
+    if (!this.#entries.delete(key)) this.#groups.delete(key);
   }
 
+  /** Every entry; one stored meanwhile may be seen twice or not at all (as with a Map's, read them synchronously). */
   *entries(): Generator<[string, Entry]> {
     for (const [k, e] of this.#entries) yield [k, e as Entry];
+    for (const [k, e] of this.#groups.entries()) yield [k, e as unknown as Entry];
   }
 
   valueOf(e: Entry): T {
@@ -113,7 +143,9 @@ export class ObjectStore<T> {
     for (const key of this.#toPack) {
       const e = this.#entries.get(key) as Entry | undefined;
       const packed = e && this.#packed(e);
-      if (packed !== undefined) this.#entries.set(key, packed);
+      if (packed === undefined) continue;
+      if (this.#groups.set(key, packed as unknown as string)) this.#entries.delete(key);
+      else this.#entries.set(key, packed);
     }
     this.#toPack.clear();
   }

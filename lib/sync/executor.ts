@@ -86,7 +86,7 @@ export class Executor {
       if (observed?.contentless) observed = await this.#read(cache, objectPath(resource, ref.namespace, name));
       target = { ...ref, item, resource, desired, hash, observed };
       // Judged below after an await or two (the read, what the server adds): packed then, not at its next get.
-      settled = () => cache.settled(`${ref.namespace}/${desired.metadata!.name}`);
+      settled = () => cache.settled(`${ref.namespace}/${desired.metadata!.name}`, target.observed);
     } catch (e) {
       return fail(e);
     }

@@ -2,12 +2,15 @@
  * A settled {@link CachedObject} as one string, for the cache's store (lib/kube/store.ts): at 100,000 cached objects
  * the object with its five strings (uid, version, hashes) costs about 400 bytes, the string a third of that.
  *
- * Settled means that nothing in the entry changes any more: its content was dropped (it was judged, or no item names
- * it) and it carries no out-of-sync record and no ownerReferences. An entry with a value the string cannot hold (a
- * newline in a tenant's hash annotation) stays an object.
+ * Settled means that its content was dropped (it was judged, or no item names it) and it carries no ownerReferences.
+ * An out-of-sync record is packed too: after a restart every object whose only differences are fields the server
+ * adds (a NetworkPolicy's policyTypes) holds one until its unit decides it, 30,000 of them at 5,000 namespaces. A
+ * unit that decides it puts the entry back (ObjectStore.settled). An entry with a value the string cannot hold (a
+ * newline in a tenant's hash annotation, or in a field name its record names) stays an object.
  */
 import type { Packing } from "../kube/store.ts";
 import { type CachedObject, markers } from "./cached_object.ts";
+import { NOT_SET_BY_ITEM } from "./verdict.ts";
 
 const SEP = "\n";
 const IN_SYNC = 1;
@@ -17,6 +20,13 @@ const HAS_HASH = 8;
 const HAS_BASELINE = 16;
 /** The baseline's desired hash is the entry's own (the usual case): written once. */
 const BASELINE_FOR_OWN_HASH = 32;
+const OUT_OF_SYNC = 64;
+/** The record's desired hash is the entry's own (always, unless a tenant edited the annotation since). */
+const RECORD_FOR_OWN_HASH = 128;
+const RECORD_RESTORE = 256;
+const RECORD_EXTRAS = 512;
+/** The record's reason is a path followed by {@link NOT_SET_BY_ITEM}, which is left out. */
+const RECORD_NOT_SET = 1024;
 
 /**
  * A marker as its number in the intern table ("" for none), or else as itself after `=` (JSON after `~` when it
@@ -38,22 +48,34 @@ function markerAt(ref: string): string | undefined {
 
 export const packedObjects: Packing<CachedObject> = {
   pack(o: CachedObject): string | undefined {
-    if (o.json !== undefined || o.outOfSync !== undefined || o.ownerReferences !== undefined) return undefined;
+    if (o.json !== undefined || o.ownerReferences !== undefined) return undefined;
     const owner = markerRef(o.owner);
     const createdBy = markerRef(o.createdBy);
     const manager = markerRef(o.manager);
     const hash = o.desiredHash ?? "";
     const base = o.baseline;
     const baseFor = base && base.desiredHash !== o.desiredHash ? base.desiredHash : "";
-    if (hash.includes(SEP) || baseFor.includes(SEP) || base?.content.includes(SEP)) return undefined;
+    const rec = o.outOfSync;
+    const recFor = rec && rec.desiredHash !== o.desiredHash ? rec.desiredHash : "";
+    const notSet = rec?.reason.endsWith(NOT_SET_BY_ITEM) === true;
+    const reason = rec ? (notSet ? rec.reason.slice(0, -NOT_SET_BY_ITEM.length) : rec.reason) : "";
+    const fields = [hash, baseFor, base?.content ?? "", recFor, reason, rec?.content ?? "", rec?.extras ?? ""];
+    if (fields.some((f) => f.includes(SEP))) return undefined;
     const flags = (o.inSync ? IN_SYNC : 0) | (o.contentless ? CONTENTLESS : 0) | (o.large ? LARGE : 0) |
       (o.desiredHash !== undefined ? HAS_HASH : 0) | (base ? HAS_BASELINE : 0) |
-      (base && base.desiredHash === o.desiredHash ? BASELINE_FOR_OWN_HASH : 0);
-    return [flags.toString(36), hash, owner, createdBy, manager, baseFor, base?.content ?? ""].join(SEP);
+      (base && base.desiredHash === o.desiredHash ? BASELINE_FOR_OWN_HASH : 0) |
+      (rec ? OUT_OF_SYNC : 0) | (rec && rec.desiredHash === o.desiredHash ? RECORD_FOR_OWN_HASH : 0) |
+      (rec?.restore ? RECORD_RESTORE : 0) | (rec?.extras !== undefined ? RECORD_EXTRAS : 0) |
+      (notSet ? RECORD_NOT_SET : 0);
+    const head = [flags.toString(36), hash, owner, createdBy, manager, baseFor, base?.content ?? ""];
+    // Entries in sync (nearly all) end after the baseline.
+    return (rec ? [...head, recFor, reason, rec.content, rec.extras ?? ""] : head).join(SEP);
   },
 
   unpack(packed: string, resourceVersion: string, uid: string): CachedObject {
-    const [f, hash, owner, createdBy, manager, baseFor, content] = packed.split(SEP);
+    const [f, hash, owner, createdBy, manager, baseFor, content, recFor, reason, recContent, extras] = packed.split(
+      SEP,
+    );
     const flags = parseInt(f, 36);
     const o: CachedObject = {
       resourceVersion,
@@ -69,6 +91,15 @@ export const packedObjects: Packing<CachedObject> = {
     if (flags & CONTENTLESS) o.contentless = true;
     if (flags & LARGE) o.large = true;
     if (flags & IN_SYNC) o.inSync = true;
+    if (flags & OUT_OF_SYNC) {
+      o.outOfSync = {
+        desiredHash: flags & RECORD_FOR_OWN_HASH ? o.desiredHash! : recFor,
+        reason: flags & RECORD_NOT_SET ? reason + NOT_SET_BY_ITEM : reason,
+        restore: (flags & RECORD_RESTORE) !== 0,
+        content: recContent,
+      };
+      if (flags & RECORD_EXTRAS) o.outOfSync.extras = extras;
+    }
     return o;
   },
 };

@@ -12,6 +12,12 @@ import type { CachedObject } from "./cached_object.ts";
 import { HASH_ANNOTATION } from "../model/markers.ts";
 
 type OutOfSync = NonNullable<CachedObject["outOfSync"]>;
+
+/**
+ * The end of the reason of a record whose only differences are fields the item does not set: after a restart tens of
+ * thousands of such records wait for their units, and a packed entry writes the path before it, not the sentence.
+ */
+export const NOT_SET_BY_ITEM = " is not set by the item (a server default or someone's addition: a write settles it)";
 type Baseline = NonNullable<CachedObject["baseline"]>;
 
 /** What a verdict teaches the cache entry it was made on. */
@@ -66,10 +72,7 @@ export function assess(
       return outOfSync(`${comparison.path} differs from the SyncConfig's item`);
     case "extra":
       if (known) return outOfSync(`${comparison.path} was added`);
-      return outOfSync(
-        `${comparison.path} is not set by the item (a server default or someone's addition: a write settles it)`,
-        extrasHash(desired, observed),
-      );
+      return outOfSync(`${comparison.path}${NOT_SET_BY_ITEM}`, extrasHash(desired, observed));
     case "equal":
       if (known) return outOfSync("a field the item does not set was changed");
       return { verdict: { inSync: true }, memo: { kind: "inSync", baseline: { desiredHash, content } } };

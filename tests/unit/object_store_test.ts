@@ -77,9 +77,31 @@ Deno.test("ObjectStore: a value that settles after an await is packed once told 
   const handed = store.get("ns/a")!;
   await settle(); // a read or a wait in between: the look at it for packing has passed
   delete handed.busy;
-  store.settled("ns/a");
+  store.settled("ns/a", handed);
   await settle();
   assert.equal(store.entry("ns/a"), "7\nu-a\n");
-  store.settled("ns/gone");
+  store.settled("ns/gone", handed);
   assert.equal(store.size, 1, "a key that is not stored stays so");
+});
+
+Deno.test("ObjectStore: a copy of a packed entry that learnt something after an await is put back, if still current", async () => {
+  const store = new ObjectStore<Item>(packing);
+  store.set("ns/a", { resourceVersion: "7", uid: "u-a", note: "out of sync" }, "7", "u-a");
+  const copy = store.get("ns/a")!;
+  await settle(); // the unit's await (a write of the same item elsewhere, to learn what the server adds)
+  copy.note = "in sync";
+  store.settled("ns/a", copy);
+  assert.deepEqual(store.get("ns/a"), { resourceVersion: "7", uid: "u-a", note: "in sync" });
+  await settle();
+  assert.equal(store.entry("ns/a"), "7\nu-a\nin sync", "packed again");
+
+  // Changed meanwhile: the copy is of an older version (or of an object deleted and created again) and is dropped.
+  const old = store.get("ns/a")!;
+  store.set("ns/a", { resourceVersion: "8", uid: "u-a", note: "someone's edit" }, "8", "u-a");
+  old.note = "stale verdict";
+  store.settled("ns/a", old);
+  assert.equal(store.get("ns/a")!.note, "someone's edit");
+  store.set("ns/a", { resourceVersion: "7", uid: "u-b", note: "recreated" }, "7", "u-b");
+  store.settled("ns/a", old);
+  assert.equal(store.get("ns/a")!.note, "recreated");
 });

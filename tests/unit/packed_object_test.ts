@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type CachedObject, decodeManaged, keepMarker, markers } from "../../lib/sync/cached_object.ts";
 import { packedObjects } from "../../lib/sync/packed_object.ts";
+import { NOT_SET_BY_ITEM } from "../../lib/sync/verdict.ts";
 
 const hash = fc.string({ minLength: 1, maxLength: 64 }).filter((s) => !s.includes("\n"));
 const marker = fc.option(fc.constantFrom("espejo/a", "espejo/b", "tenant/x", "espejo", "kubectl-edit"), {
@@ -18,10 +19,24 @@ const settled: fc.Arbitrary<CachedObject> = fc.record({
   manager: marker,
   baselineOwnHash: fc.boolean(),
   baseline: fc.option(fc.record({ desiredHash: hash, content: hash }), { nil: undefined }),
+  recordOwnHash: fc.boolean(),
+  outOfSync: fc.option(
+    fc.record({
+      desiredHash: hash,
+      reason: fc.oneof(
+        fc.string().filter((s) => !s.includes("\n")),
+        fc.constantFrom(".spec.policyTypes", "").map((path) => `${path}${NOT_SET_BY_ITEM}`),
+      ),
+      restore: fc.boolean(),
+      content: hash,
+      extras: fc.option(fc.oneof(hash, fc.constant("")), { nil: undefined }),
+    }),
+    { nil: undefined },
+  ),
   inSync: fc.option(fc.constant(true as const), { nil: undefined }),
   contentless: fc.option(fc.constant(true as const), { nil: undefined }),
   large: fc.option(fc.constant(true as const), { nil: undefined }),
-}).map(({ baselineOwnHash, ...o }) => {
+}).map(({ baselineOwnHash, recordOwnHash, ...o }) => {
   const out: CachedObject = {
     resourceVersion: o.resourceVersion,
     uid: o.uid,
@@ -38,6 +53,11 @@ const settled: fc.Arbitrary<CachedObject> = fc.record({
   if (o.contentless) out.contentless = true;
   if (o.large) out.large = true;
   if (o.inSync) out.inSync = true;
+  if (o.outOfSync) {
+    const { extras, ...record } = o.outOfSync;
+    out.outOfSync = { ...record, ...(extras !== undefined ? { extras } : {}) };
+    if (recordOwnHash && o.desiredHash !== undefined) out.outOfSync.desiredHash = o.desiredHash;
+  }
   return out;
 });
 
@@ -52,11 +72,32 @@ Deno.test("packedObjects: a settled entry unpacks to an equal one", () => {
 Deno.test("packedObjects: an entry that may still change, or holds what a string cannot, stays an object", () => {
   const base: CachedObject = { resourceVersion: "1", uid: "u", desiredHash: "h", inSync: true };
   assert.equal(packedObjects.pack({ ...base, json: "{}" }), undefined, "content not judged yet");
-  const outOfSync = { desiredHash: "h", reason: "r", restore: false, content: "c" };
-  assert.equal(packedObjects.pack({ ...base, outOfSync }), undefined, "an out-of-sync record");
+  const outOfSync = { desiredHash: "h", reason: "field\nname differs", restore: false, content: "c" };
+  assert.equal(packedObjects.pack({ ...base, outOfSync }), undefined, "a newline in a record's reason");
   assert.equal(packedObjects.pack({ ...base, ownerReferences: [{ uid: "o" }] }), undefined, "ownerReferences");
   assert.equal(packedObjects.pack({ ...base, desiredHash: "a\nb" }), undefined, "a newline in a tenant's marker");
   assert.ok(packedObjects.pack(base)!.length < 40);
+});
+
+Deno.test("packedObjects: a record of fields the server adds costs its path and hashes, not its sentence", () => {
+  const o: CachedObject = {
+    resourceVersion: "1",
+    uid: "u",
+    desiredHash: "h".repeat(22),
+    owner: undefined,
+    createdBy: undefined,
+    manager: undefined,
+    outOfSync: {
+      desiredHash: "h".repeat(22),
+      reason: `.spec.policyTypes${NOT_SET_BY_ITEM}`,
+      restore: false,
+      content: "c".repeat(22),
+      extras: "e".repeat(22),
+    },
+  };
+  const packed = packedObjects.pack(o)!;
+  assert.ok(packed.length < 22 * 3 + ".spec.policyTypes".length + 15, `${packed.length} characters`);
+  assert.deepEqual(packedObjects.unpack(packed, "1", "u"), o);
 });
 
 Deno.test("packedObjects: tenants' markers neither fill the intern table nor stop packing", () => {
