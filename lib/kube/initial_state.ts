@@ -22,12 +22,15 @@ export const sameObject = <T>(store: ObjectStore<T>, cached: Entry | undefined, 
 
 /** The objects of one initial list or WatchList, decoded as they arrive, until they replace the store. */
 export class InitialState<T> {
-  readonly #seen = new Map<string, Entry>();
+  /** Kept as the store keeps them (packed, grouped): after a restart this holds every object until the list ends. */
+  #seen: ObjectStore<T>;
 
   constructor(
     private readonly store: ObjectStore<T>,
     private readonly decode: (raw: KubeObject, previous: T | undefined, reply: false, initial: true) => T | undefined,
-  ) {}
+  ) {
+    this.#seen = store.emptyLike();
+  }
 
   add(raw: KubeObject): void {
     const key = objectKey(raw);
@@ -35,12 +38,12 @@ export class InitialState<T> {
     const old = store.entry(key);
     // Unchanged since the store had it: keep what was learnt about it (a verdict instead of content).
     if (old && store.uidOf(old) === raw.metadata?.uid && store.versionOf(old) === raw.metadata?.resourceVersion) {
-      this.#seen.set(key, old);
+      this.#seen.put(key, old);
       return;
     }
     const value = this.decode(raw, sameObject(store, old, raw), false, true);
     if (value === undefined) this.#seen.delete(key);
-    else this.#seen.set(key, store.make(value, raw.metadata?.resourceVersion ?? "", raw.metadata?.uid));
+    else this.#seen.put(key, store.make(value, raw.metadata?.resourceVersion ?? "", raw.metadata?.uid));
   }
 
   remove(raw: KubeObject): void {
@@ -50,22 +53,23 @@ export class InitialState<T> {
   /** Replaces the store with what arrived, telling `onChange` only what really changed. */
   commit(onChange: ChangeHandler<T> | undefined): void {
     const { store } = this;
+    const seen = this.#seen;
+    this.#seen = store.emptyLike();
     for (const [key, old] of store.entries()) {
-      if (!this.#seen.has(key)) {
+      if (seen.entry(key) === undefined) {
         store.delete(key);
         if (onChange) onChange("deleted", store.valueOf(old), store.valueOf(old), key);
       }
     }
-    for (const [key, next] of this.#seen) {
+    for (const [key, next] of seen.entries()) {
       const old = store.entry(key);
+      const oldVersion = old && store.versionOf(old);
+      const oldValue = old && onChange && store.valueOf(old);
       store.put(key, next);
       if (!onChange) continue;
       if (!old) onChange("added", store.valueOf(next), undefined, key);
-      else if (store.versionOf(old) !== store.versionOf(next)) {
-        onChange("modified", store.valueOf(next), store.valueOf(old), key);
-      }
+      else if (oldVersion !== store.versionOf(next)) onChange("modified", store.valueOf(next), oldValue, key);
     }
-    this.#seen.clear();
   }
 }
 
