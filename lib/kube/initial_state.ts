@@ -55,6 +55,12 @@ export class InitialState<T> {
     const { store } = this;
     const seen = this.#seen;
     this.#seen = store.emptyLike();
+    if (store.size === 0) {
+      // The first list (or one after the store emptied): taken over as it is, never held twice.
+      store.takeOver(seen);
+      if (onChange) for (const [key, next] of store.entries()) onChange("added", store.valueOf(next), undefined, key);
+      return;
+    }
     for (const [key, old] of store.entries()) {
       if (seen.entry(key) === undefined) {
         store.delete(key);

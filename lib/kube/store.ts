@@ -30,8 +30,8 @@ const SEP = "\n";
 
 export class ObjectStore<T> {
   /** Values, and packed entries that are not grouped. A key is in one of the two, or in neither. */
-  readonly #entries = new Map<string, unknown>();
-  readonly #groups = new PackedGroups();
+  #entries = new Map<string, unknown>();
+  #groups = new PackedGroups();
   /** Keys handed out or stored since the last look: packed (if they settled) once the current code has run. */
   readonly #toPack = new Set<string>();
   #packQueued = false;
@@ -41,6 +41,16 @@ export class ObjectStore<T> {
   /** A new, empty store that packs as this one does. */
   emptyLike(): ObjectStore<T> {
     return new ObjectStore(this.packing);
+  }
+
+  /**
+   * Takes over the entries of `other` (made by {@link emptyLike}), which is left empty: a cache's first list moves
+   * into its empty store without a copy, so its objects are never held twice.
+   */
+  takeOver(other: ObjectStore<T>): void {
+    [this.#entries, other.#entries] = [other.#entries, new Map()];
+    [this.#groups, other.#groups] = [other.#groups, new PackedGroups()];
+    for (const key of this.#entries.keys()) this.#schedulePack(key);
   }
 
   get size(): number {
