@@ -29,6 +29,7 @@ import { StatusLedger } from "./status_ledger.ts";
 import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
 import type { WatchTrouble } from "./watches.ts";
+import { MemoryReturn } from "./memory_return.ts";
 import { Workers } from "./worker.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 
@@ -128,6 +129,8 @@ export function buildParts(base: PartsBase): ControllerParts {
   });
   const configs = new ConfigChanges({ ...shared, books, pruning, events, executor, caches });
   const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning });
+  // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
+  const memory = new MemoryReturn();
   const workers = new Workers({
     ...shared,
     queue,
@@ -139,6 +142,7 @@ export function buildParts(base: PartsBase): ControllerParts {
       const sizes = { namespaces: namespaces.size, syncconfigs: syncConfigs.size, ...caches.sizes() };
       metrics.observeQueueAndCaches(queue.length(), sizes);
     },
+    afterWork: (idle) => memory.worked(idle),
   });
   registerBooks(books, {
     freshness,

@@ -23,7 +23,7 @@ import { PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./wo
 const log = getLogger(["espejo", "controller"]);
 
 export interface WorkerDeps {
-  queue: Pick<WorkQueue<string, Trigger>, "get" | "done" | "addAfter">;
+  queue: Pick<WorkQueue<string, Trigger>, "get" | "done" | "addAfter" | "idle">;
   units: Pick<NamespaceUnit, "run">;
   configs: Pick<ConfigChanges, "process">;
   pruning: Pick<Pruning, "settle">;
@@ -34,6 +34,8 @@ export interface WorkerDeps {
   metrics: Metrics;
   /** Before each key is taken (the gauges of queue and caches). */
   beforeTake?: () => void;
+  /** After each key is done; `idle`: nothing else is queued or running (lib/controller/memory_return.ts). */
+  afterWork?: (idle: boolean) => void;
 }
 
 const FAILED: WorkFacts = { retry: true };
@@ -91,6 +93,7 @@ export class Workers {
         queue.done(key);
         metrics.compat.finished(key);
         this.#inFlight.delete(unit);
+        this.d.afterWork?.(queue.idle);
       }
       // A unit whose awaits all resolve at once (nothing to write) never lets the event loop read sockets; without
       // this, a watch event for a new namespace would wait for the whole pass instead of one unit.

@@ -35,6 +35,9 @@ async function runWorkers(keys: [string, Trigger][], answers: Record<string, Wor
       },
       done: (key) => done.push(key),
       addAfter: (key, priority, ms, tag) => requeued.push(`${key} p${priority} ${tag} ${ms <= 1200 ? "<=1.2s" : ms}`),
+      get idle() {
+        return todo.length === 0;
+      },
     },
     units: { run: (name) => answer(`ns/${name}`) },
     configs: { process: (key) => answer(`cfg/${key}`) },

@@ -1,0 +1,72 @@
+/** Memory given back after a burst (lib/controller/memory_return.ts): only when quiet, and only when worth it. */
+import assert from "node:assert/strict";
+import { MemoryReturn, QUIET_MS, type Schedule, SLACK_BYTES } from "../../lib/controller/memory_return.ts";
+
+const MiB = 2 ** 20;
+
+/** A clock of pending timers that the test moves on by hand. */
+function manualClock() {
+  let now = 0;
+  const pending = new Set<{ at: number; fn: () => void }>();
+  const schedule: Schedule = (fn, ms) => {
+    const t = { at: now + ms, fn };
+    pending.add(t);
+    return () => pending.delete(t);
+  };
+  const advance = (ms: number) => {
+    now += ms;
+    for (const t of [...pending]) {
+      if (t.at > now) continue;
+      pending.delete(t);
+      t.fn();
+    }
+  };
+  return { schedule, advance, pending };
+}
+
+function setup(heap: { heapTotal: number; heapUsed: number }) {
+  const clock = manualClock();
+  const calls: unknown[] = [];
+  const memory = new MemoryReturn({
+    gc: (o) => {
+      calls.push(o);
+      heap.heapTotal = heap.heapUsed; // what the collection gives back
+    },
+    heap: () => ({ ...heap }),
+    schedule: clock.schedule,
+  });
+  return { memory, clock, calls };
+}
+
+Deno.test("MemoryReturn: after a burst, once quiet, the heap's free pages go back in one last-resort collection", () => {
+  const { memory, clock, calls } = setup({ heapTotal: 37 * MiB, heapUsed: 29 * MiB });
+  for (let i = 0; i < 100; i++) memory.worked(false);
+  memory.worked(true);
+  clock.advance(QUIET_MS - 1);
+  assert.equal(calls.length, 0, "not before the quiet time");
+  clock.advance(1);
+  assert.deepEqual(calls, [{ type: "major", execution: "sync", flavor: "last-resort" }]);
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 1, "nothing to give back: no second collection");
+});
+
+Deno.test("MemoryReturn: work within the quiet time puts it off; little slack or no gc extension, never", () => {
+  const busy = setup({ heapTotal: 40 * MiB, heapUsed: 20 * MiB });
+  busy.memory.worked(true);
+  busy.clock.advance(QUIET_MS - 1);
+  busy.memory.worked(false); // a new namespace arrived
+  busy.clock.advance(QUIET_MS * 10);
+  assert.equal(busy.calls.length, 0, "still working: not idle");
+  assert.equal(busy.clock.pending.size, 0);
+
+  const tight = setup({ heapTotal: 30 * MiB, heapUsed: 30 * MiB - SLACK_BYTES + 1 });
+  tight.memory.worked(true);
+  tight.clock.advance(QUIET_MS);
+  assert.equal(tight.calls.length, 0, "a steady pass leaves less than the slack: no collection");
+
+  const clock = manualClock();
+  const without = new MemoryReturn({ gc: undefined, schedule: clock.schedule });
+  without.worked(true);
+  assert.equal(clock.pending.size, 0, "without --expose-gc nothing is scheduled");
+});
