@@ -58,7 +58,9 @@ export class InitialState<T> {
     if (store.size === 0) {
       // The first list (or one after the store emptied): taken over as it is, never held twice.
       store.takeOver(seen);
-      if (onChange) for (const [key, next] of store.entries()) onChange("added", store.valueOf(next), undefined, key);
+      if (onChange) {
+        for (const [key, next] of store.entries()) onChange("added", store.valueOf(next), undefined, key);
+      }
       return;
     }
     for (const [key, old] of store.entries()) {
