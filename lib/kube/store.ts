@@ -10,6 +10,7 @@
  *   entries are kept a namespace's to a string (lib/kube/packed_groups.ts), without a map entry each.
  */
 import { PackedGroups } from "./packed_groups.ts";
+import { compactUid, fullUid } from "./compact_uid.ts";
 
 /** Turns a settled value into one string and back; `pack` says undefined while the value may still change. */
 export interface Packing<T> {
@@ -166,14 +167,16 @@ export class ObjectStore<T> {
     const rv = this.versionOf(e);
     const uid = this.uidOf(e);
     if (uid === undefined || rv.includes(SEP) || uid.includes(SEP)) return undefined;
+    const storedUid = compactUid(uid);
+    if (fullUid(storedUid) !== uid) return undefined; // an odd uid that would read back as another
     const packed = this.packing.pack(this.valueOf(e));
     // Joined, not concatenated: a concatenation is a tree of the parts it was made of, which it keeps alive.
-    return packed === undefined ? undefined : [rv, uid, packed].join(SEP) as unknown as Entry;
+    return packed === undefined ? undefined : [rv, storedUid, packed].join(SEP) as unknown as Entry;
   }
 }
 
 function split(e: string): [string, string, string] {
   const a = e.indexOf(SEP);
   const b = e.indexOf(SEP, a + 1);
-  return [e.slice(0, a), e.slice(a + 1, b), e.slice(b + 1)];
+  return [e.slice(0, a), fullUid(e.slice(a + 1, b)), e.slice(b + 1)];
 }

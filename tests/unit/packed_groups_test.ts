@@ -68,7 +68,7 @@ const packing: Packing<Item> = {
 };
 const item = fc.record({
   resourceVersion: fc.stringMatching(/^[0-9]{1,4}$/),
-  uid: fc.constantFrom("u1", "u2"),
+  uid: fc.oneof(fc.constantFrom("u1", "u2"), fc.uuid()),
   note: fc.option(fc.constantFrom("judged", "x\x1ey", "in sync"), { nil: undefined }),
   busy: fc.option(fc.constant(true as const), { nil: undefined }),
 }).map((o) => {
