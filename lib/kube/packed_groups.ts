@@ -40,7 +40,7 @@ export class PackedGroups {
     const group = at && this.#groups.get(at[0]);
     if (!group) return undefined;
     const found = find(group, at[1]);
-    return found && group.slice(found.valueStart, found.end);
+    return found && copy(group.slice(found.valueStart, found.end));
   }
 
   /**
@@ -69,13 +69,15 @@ export class PackedGroups {
     const found = find(group, name);
     if (!found) return false;
     this.#size--;
-    const rest = [group.slice(0, found.start), group.slice(found.end)].join("");
+    const rest = copy([group.slice(0, found.start), group.slice(found.end)].join(""));
     if (rest === "") this.#groups.delete(namespace);
     else this.#groups.set(namespace, rest);
     return true;
   }
 
-  /** Every grouped entry as [key, packed]; a group changed meanwhile is read as it was when its turn came. */
+  /**
+   * Every grouped entry as [key, packed], each a copy; a group changed meanwhile is read as it was when its turn came.
+   */
   *entries(): Generator<[string, string]> {
     for (const [namespace, group] of this.#groups) {
       let start = group.indexOf(RECORD);
@@ -83,11 +85,21 @@ export class PackedGroups {
         const nameEnd = group.indexOf(NAME_END, start);
         const next = group.indexOf(RECORD, nameEnd);
         const end = next < 0 ? group.length : next;
-        yield [`${namespace}/${group.slice(start + 1, nameEnd)}`, group.slice(nameEnd + 1, end)];
+        yield [`${namespace}/${group.slice(start + 1, nameEnd)}`, copy(group.slice(nameEnd + 1, end))];
         start = next;
       }
     }
   }
+}
+
+/**
+ * A string of its own with the text of `s`. A slice of 13 characters or more is a view that keeps its whole parent
+ * alive, and a join with an empty part is the other part itself: a record read from a group, or a group that lost its
+ * first or last record, would keep the old group string alive for as long as it is held (a baseline carried into a
+ * later version of an object holds it for good).
+ */
+function copy(s: string): string {
+  return s.length < 2 ? s : [s.slice(0, 1), s.slice(1)].join("");
 }
 
 /** How many records `group` holds (counted when a name is added: a count kept per namespace would cost more). */
