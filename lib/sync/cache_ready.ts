@@ -31,6 +31,10 @@ export interface FillingCache {
  * kind no longer named: it will never fill, and the unit must not hang on it).
  */
 export async function ready(cache: FillingCache, stallMs = CACHE_STALL_MS): Promise<boolean> {
+  if (cache.hasSynced) return true;
+  // One reaction on `synced` for the whole wait: one per look would pile up for as long as the cache fills.
+  let wake: (() => void) | undefined;
+  void cache.synced.then(() => wake?.());
   let received = cache.received;
   let deadline = Date.now() + stallMs;
   while (!cache.hasSynced) {
@@ -39,7 +43,10 @@ export async function ready(cache: FillingCache, stallMs = CACHE_STALL_MS): Prom
       received = cache.received;
       deadline = Date.now() + stallMs;
     } else if (Date.now() > deadline) return false;
-    await Promise.race([cache.synced, new Promise((r) => setTimeout(r, 50))]);
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      setTimeout(resolve, 50);
+    });
   }
   return true;
 }

@@ -66,3 +66,32 @@ Deno.test("ready: a cache still filling is waited for past the stall time; one t
   assert.equal(await ready(stalled, stallMs), false);
   assert.ok(performance.now() - started >= stallMs);
 });
+
+Deno.test("ready: a long wait holds one reaction on the cache's promise, not one per look", async () => {
+  let reactions = 0;
+  const synced = new Promise<void>(() => {});
+  const counting = {
+    then(onFulfilled?: () => unknown) {
+      reactions++;
+      return synced.then(onFulfilled);
+    },
+  } as unknown as Promise<void>;
+  let received = 0;
+  const cache = {
+    hasSynced: false,
+    lastError: undefined,
+    stopped: false,
+    synced: counting,
+    get received() {
+      return received;
+    },
+  };
+  const timer = setInterval(() => received++, 20);
+  const waiting = ready(cache, 1_000);
+  // Polled until a dozen looks have passed (a look every 50 ms), then stopped by a failure.
+  while (received < 30) await new Promise((r) => setTimeout(r, 20));
+  (cache as { lastError: unknown }).lastError = new Error("403");
+  assert.equal(await waiting, false);
+  clearInterval(timer);
+  assert.equal(reactions, 1);
+});
