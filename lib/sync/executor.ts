@@ -92,7 +92,8 @@ export class Executor {
     }
     const keys = keysOf(target);
     let { plan, memo } = planSyncItem(target, this.#view);
-    if (target.observed) {
+    // Put back only what learnt something: a packed entry put back unchanged would be packed and rewritten for nothing.
+    if (target.observed && memo) {
       remember(target.observed, memo);
       settled();
     }
@@ -102,8 +103,10 @@ export class Executor {
     if (plan.kind === "update" && plan.unexplained && learning) {
       await learning;
       ({ plan, memo } = planSyncItem(target, this.#view));
-      remember(target.observed!, memo);
-      settled();
+      if (memo) {
+        remember(target.observed!, memo);
+        settled();
+      }
     }
     const decided = plan;
     const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(decided), result);
