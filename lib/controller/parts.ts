@@ -142,6 +142,7 @@ export function buildParts(base: PartsBase): ControllerParts {
       const sizes = { namespaces: namespaces.size, syncconfigs: syncConfigs.size, ...caches.sizes() };
       metrics.observeQueueAndCaches(queue.length(), sizes);
     },
+    taken: () => memory.taken(),
     afterWork: (idle) => memory.worked(idle),
   });
   registerBooks(books, {

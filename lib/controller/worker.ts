@@ -34,7 +34,8 @@ export interface WorkerDeps {
   metrics: Metrics;
   /** Before each key is taken (the gauges of queue and caches). */
   beforeTake?: () => void;
-  /** After each key is done; `idle`: nothing else is queued or running (lib/controller/memory_return.ts). */
+  /** When a key is taken, and after each key is done; `idle`: nothing else is queued or running (memory_return.ts). */
+  taken?: () => void;
   afterWork?: (idle: boolean) => void;
 }
 
@@ -80,6 +81,7 @@ export class Workers {
       this.d.beforeTake?.();
       const next = await queue.get();
       if (!next) return;
+      this.d.taken?.();
       const { key } = next;
       const trigger = next.tag ?? "interval";
       metrics.queueWait.observe({ trigger }, next.waitedMs / 1000);

@@ -1,12 +1,19 @@
 /** Memory given back after a burst (lib/controller/memory_return.ts): only when quiet, and only when worth it. */
 import assert from "node:assert/strict";
-import { MemoryReturn, QUIET_MS, type Schedule, SLACK_BYTES } from "../../lib/controller/memory_return.ts";
+import {
+  MemoryReturn,
+  MIN_INTERVAL_MS,
+  QUIET_MS,
+  type Schedule,
+  SLACK_BYTES,
+} from "../../lib/controller/memory_return.ts";
 
 const MiB = 2 ** 20;
 
 /** A clock of pending timers that the test moves on by hand. */
 function manualClock() {
   let now = 0;
+  const clockNow = () => now;
   const pending = new Set<{ at: number; fn: () => void }>();
   const schedule: Schedule = (fn, ms) => {
     const t = { at: now + ms, fn };
@@ -21,7 +28,7 @@ function manualClock() {
       t.fn();
     }
   };
-  return { schedule, advance, pending };
+  return { schedule, advance, pending, now: clockNow };
 }
 
 function setup(heap: { heapTotal: number; heapUsed: number }) {
@@ -34,8 +41,9 @@ function setup(heap: { heapTotal: number; heapUsed: number }) {
     },
     heap: () => ({ ...heap }),
     schedule: clock.schedule,
+    now: clock.now,
   });
-  return { memory, clock, calls };
+  return { memory, clock, calls, heap };
 }
 
 Deno.test("MemoryReturn: after a burst, once quiet, the heap's free pages go back in one last-resort collection", () => {
@@ -69,4 +77,25 @@ Deno.test("MemoryReturn: work within the quiet time puts it off; little slack or
   const without = new MemoryReturn({ gc: undefined, schedule: clock.schedule });
   without.worked(true);
   assert.equal(clock.pending.size, 0, "without --expose-gc nothing is scheduled");
+});
+
+Deno.test("MemoryReturn: a key taken while the quiet time runs puts it off; one collection a minute at most", () => {
+  const { memory, clock, calls, heap } = setup({ heapTotal: 40 * MiB, heapUsed: 20 * MiB });
+  memory.worked(true);
+  clock.advance(QUIET_MS - 1);
+  memory.taken(); // a long unit starts: its burst is not quiet, however long it takes
+  clock.advance(QUIET_MS * 3);
+  assert.equal(calls.length, 0);
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 1);
+
+  heap.heapTotal = 40 * MiB; // another burst, soon after
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 1, "within a minute of the last: not again");
+  clock.advance(MIN_INTERVAL_MS);
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 2);
 });
