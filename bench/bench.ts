@@ -545,8 +545,12 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     const passLatencies: number[] = [];
     log(`N=${N}: phase 2: restart, comparing every namespace in every pass`);
     const g = await restart(["--full-compare-interval=0"]);
+    // Peaks of their own: a restart until its objects are read and its namespaces synced, then a full-compare pass.
+    let restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
+    ctl.memory.resetPeaks();
     log(`N=${N}: (b) one full-compare pass`);
     const full = await measurePass(ctl, audit, identity, interval);
+    const fullPassPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
     if (!scale) {
       const intervalCount = async () => sumOf(await ctl.metrics(), "espejo_syncs_total", { trigger: "interval" });
 
@@ -579,8 +583,9 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     await ctl.stop();
 
     log(`N=${N}: (b) restart as deployed: passes skip namespaces found in sync`);
+    ctl.memory.resetPeaks();
     await restart([]);
-    const restartPeakAnonMiB = ctl.memory.peakAnonKiB / 1024;
+    restartPeakAnonMiB = Math.max(restartPeakAnonMiB, ctl.memory.peakAnonKiB / 1024);
     // The first pass after a start compares everything; the ones after it are what a steady cluster sees.
     const passes = async () => sumOf(await ctl.metrics(), "espejo_full_pass_duration_seconds_count");
     await until("a first pass", async () => (await passes()) >= 1 || undefined, convergenceTimeoutMs(N), 250);
@@ -647,6 +652,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
           peakAnonMiB: convergencePeak.anonMiB,
           peakRssMiB: convergencePeak.rssMiB,
           restartPeakAnonMiB,
+          fullPassPeakAnonMiB,
           cgroupPeakMiB: (await cgroup.peakBytes()) / 2 ** 20,
           oomKills: await cgroup.oomKills(),
         }
