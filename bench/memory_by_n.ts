@@ -58,8 +58,9 @@ export function renderMemoryByN(all: Any[]): string {
   if (steps.length) {
     lines.push(
       "",
-      "V8 heap in use at rest, growth between sizes (each namespace brings its M×K objects). No collection is forced " +
-        "at rest, so the last burst's garbage may be in it; `deno task memory-terms` measures each term after one:",
+      "V8 heap in use at rest, growth between sizes (each namespace brings its M×K objects). The controller collects " +
+        "once when quiet after a burst, if that frees enough (lib/controller/memory_return.ts), so some garbage may " +
+        "be in it; `deno task memory-terms` measures each term after a forced collection:",
       "",
       "| from N | to N | bytes per cached object | bytes per namespace (its objects included) |",
       "|---|---|---|---|",
