@@ -1,20 +1,8 @@
 /** What a reflector keeps per object (lib/kube/store.ts): no wrapper where the value carries its version, and a
  * settled value kept as one string. */
 import assert from "node:assert/strict";
-import { ObjectStore, type Packing } from "../../lib/kube/store.ts";
-
-interface Item {
-  resourceVersion: string;
-  uid: string;
-  note?: string;
-  /** While set, the value may still change: not packed. */
-  busy?: true;
-}
-
-const packing: Packing<Item> = {
-  pack: (v) => (v.busy ? undefined : v.note ?? ""),
-  unpack: (packed, resourceVersion, uid) => ({ resourceVersion, uid, ...(packed ? { note: packed } : {}) }),
-};
+import { ObjectStore } from "../../lib/kube/store.ts";
+import { type Item, itemPacking as packing } from "./store_item.ts";
 
 const settle = () => new Promise<void>((resolve) => queueMicrotask(resolve));
 

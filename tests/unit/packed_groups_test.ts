@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { GROUP_MAX, PackedGroups } from "../../lib/kube/packed_groups.ts";
-import { type Entry, ObjectStore, type Packing } from "../../lib/kube/store.ts";
+import { type Entry, ObjectStore } from "../../lib/kube/store.ts";
+import { type Item, itemPacking as packing } from "./store_item.ts";
 
 // Namespaces and names: DNS ones (grouped), a Role's name with the separators in it, one without a namespace, and
 // enough names in one namespace to fill its group.
@@ -56,16 +57,6 @@ Deno.test("PackedGroups: a namespace takes at most GROUP_MAX names; separators a
   assert.equal(groups.set("cluster-scoped", "1\nu\n"), false);
 });
 
-interface Item {
-  resourceVersion: string;
-  uid: string;
-  note?: string;
-  busy?: true;
-}
-const packing: Packing<Item> = {
-  pack: (v) => (v.busy ? undefined : v.note ?? ""),
-  unpack: (p, resourceVersion, uid) => ({ resourceVersion, uid, ...(p ? { note: p } : {}) }),
-};
 const item = fc.record({
   resourceVersion: fc.stringMatching(/^[0-9]{1,4}$/),
   uid: fc.oneof(fc.constantFrom("u1", "u2"), fc.uuid()),
