@@ -25,7 +25,7 @@ import { aboutSyncConfig, createNamespace as createNamespaceWith } from "../test
 import { createNamespaces } from "./kit/namespaces.ts";
 import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
-import { MemorySampler, statusKiB } from "./kit/process.ts";
+import { cpuTicksOf, MemorySampler, statusKiB } from "./kit/process.ts";
 import { Cgroup } from "../testenv/cgroup.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
@@ -218,7 +218,7 @@ async function measureIdle(
   const latencies: number[] = [];
   const m0 = await ctl.metrics();
   await audit.skip();
-  const cpu0 = await cpuTicks(ctl.child.pid);
+  const cpu0 = await cpuTicksOf(ctl.child.pid);
   for (let i = 0; i < samples; i++) {
     const name = `${prefix}-${i}`;
     const start = performance.now();
@@ -226,7 +226,7 @@ async function measureIdle(
     await until("idle namespace synced", () => arrivals.completedAt.has(name), 60_000 * slowdown);
     latencies.push(arrivals.completedAt.get(name)! - start);
   }
-  const cpuMsPerNamespace = ((await cpuTicks(ctl.child.pid)) - cpu0) * 10 / samples;
+  const cpuMsPerNamespace = ((await cpuTicksOf(ctl.child.pid)) - cpu0) * 10 / samples;
   await quiet(ctl);
   const m1 = await ctl.metrics();
   const meanMs = (name: string) => {
@@ -247,13 +247,6 @@ async function measureIdle(
       serverMsPerWrite: serverMs.length ? serverMs.reduce((a, b) => a + b, 0) / serverMs.length : undefined,
     },
   };
-}
-
-/** CPU time (user and system) of process `pid` so far, in clock ticks (10 ms). */
-async function cpuTicks(pid: number): Promise<number> {
-  const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => "");
-  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(rest[11] ?? 0) + Number(rest[12] ?? 0);
 }
 
 /**

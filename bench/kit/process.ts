@@ -14,6 +14,13 @@ export async function statusKiB(pid: number): Promise<(field: string) => number>
   return (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
 }
 
+/** CPU time (user and system) of process `pid` so far, in clock ticks of 10 ms; 0 when it ended. */
+export async function cpuTicksOf(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`).catch(() => "");
+  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(rest[11] ?? 0) + Number(rest[12] ?? 0); // utime, stime
+}
+
 export interface MemorySamples {
   maxRssKiB: number;
   hwmKiB: number;
@@ -68,9 +75,8 @@ export class Proc {
       if (!last || Date.now() - last[0] >= 1000) this.rssTimeline.push([Date.now(), kib("VmRSS")]);
       this.mem.hwmKiB = Math.max(this.mem.hwmKiB, kib("VmHWM"));
       this.mem.maxAnonKiB = Math.max(this.mem.maxAnonKiB, kib("RssAnon"));
-      const stat = await Deno.readTextFile(`/proc/${this.pid}/stat`);
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      this.cpuTicks = Number(rest[11]) + Number(rest[12]); // utime, stime
+      const ticks = await cpuTicksOf(this.pid);
+      if (ticks) this.cpuTicks = ticks;
     } catch {
       /* exited meanwhile */
     } finally {
