@@ -81,7 +81,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     client,
     syncConfigs,
     compiled: (key) => registry.get(key),
-    outcomes: (key) => ledger.outcomes(key),
+    total: (key) => ledger.total(key),
     events: syncEvents,
     metrics,
     now: opts.now,

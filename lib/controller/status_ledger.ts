@@ -12,12 +12,23 @@ import { ValuePool } from "../model/value_pool.ts";
  */
 const clean = new ValuePool<Outcome>();
 
+/** One SyncConfig's outcomes per namespace, and their sum kept up to date with them. */
+interface Books {
+  byNs: Map<string, Outcome>;
+  synced: number;
+  deleted: number;
+  failed: number;
+  /** The namespaces whose outcome has errors, in the order they began to have some. */
+  failing: Set<string>;
+}
+
 export class StatusLedger {
-  readonly #byConfig = new Map<string, Map<string, Outcome>>();
+  readonly #byConfig = new Map<string, Books>();
 
   /** A valid SyncConfig: its counts are kept (none yet if it is new). */
   track(cfgKey: string): void {
-    if (!this.#byConfig.has(cfgKey)) this.#byConfig.set(cfgKey, new Map());
+    if (this.#byConfig.has(cfgKey)) return;
+    this.#byConfig.set(cfgKey, { byNs: new Map(), synced: 0, deleted: 0, failed: 0, failing: new Set() });
   }
 
   /** The SyncConfig went or became invalid: its counts go. */
@@ -35,36 +46,64 @@ export class StatusLedger {
     namespace: string,
     outcome: Outcome,
   ): { changed: boolean; before?: Outcome } {
-    const byNs = this.#byConfig.get(cfgKey);
-    if (!byNs) return { changed: false };
-    const before = byNs.get(namespace);
+    const books = this.#byConfig.get(cfgKey);
+    if (!books) return { changed: false };
+    const before = books.byNs.get(namespace);
     if (before && deepEqual(before, outcome)) return { changed: false, before };
     const kept = outcome.failed === 0 && outcome.errors.length === 0
       ? clean.shared(`${outcome.synced}/${outcome.deleted}`, { ...outcome, errors: [] })
       : outcome;
-    byNs.set(namespace, kept);
+    if (before) count(books, before, -1);
+    books.byNs.set(namespace, kept);
+    count(books, kept, 1);
+    // A namespace that keeps failing keeps its place among the errors.
+    if (kept.errors.length === 0) books.failing.delete(namespace);
+    else books.failing.add(namespace);
     return { changed: true, before };
   }
 
   /** `cfgKey` does not select `namespace` any more; true if it had counts there. */
   remove(cfgKey: string, namespace: string): boolean {
-    return this.#byConfig.get(cfgKey)?.delete(namespace) ?? false;
+    const books = this.#byConfig.get(cfgKey);
+    const before = books?.byNs.get(namespace);
+    if (!books || !before) return false;
+    count(books, before, -1);
+    books.failing.delete(namespace);
+    return books.byNs.delete(namespace);
   }
 
   /** The namespace went; returns the SyncConfigs whose counts changed. */
   forgetNamespace(namespace: string): string[] {
     const changed: string[] = [];
-    for (const [cfgKey, byNs] of this.#byConfig) if (byNs.delete(namespace)) changed.push(cfgKey);
+    for (const [cfgKey] of this.#byConfig) if (this.remove(cfgKey, namespace)) changed.push(cfgKey);
     return changed;
   }
 
   /** Whether any SyncConfig has counts in `namespace` (it was selected before). */
   counts(namespace: string): boolean {
-    for (const byNs of this.#byConfig.values()) if (byNs.has(namespace)) return true;
+    for (const books of this.#byConfig.values()) if (books.byNs.has(namespace)) return true;
     return false;
   }
 
   outcomes(cfgKey: string): Iterable<Outcome> {
-    return this.#byConfig.get(cfgKey)?.values() ?? [];
+    return this.#byConfig.get(cfgKey)?.byNs.values() ?? [];
   }
+
+  /**
+   * The outcomes of `cfgKey` added up, as its status shows them: kept as they change, because a status is written
+   * after every burst, and adding up 5,000 namespaces each time would cost more than the burst's own sync.
+   */
+  total(cfgKey: string): Outcome {
+    const books = this.#byConfig.get(cfgKey);
+    if (!books) return { synced: 0, deleted: 0, failed: 0, errors: [] };
+    const errors = [...books.failing].flatMap((ns) => books.byNs.get(ns)!.errors);
+    return { synced: books.synced, deleted: books.deleted, failed: books.failed, errors };
+  }
+}
+
+/** Adds (`sign` 1) or takes away (-1) an outcome's counts from the sum. */
+function count(books: Books, o: Outcome, sign: 1 | -1): void {
+  books.synced += sign * o.synced;
+  books.deleted += sign * o.deleted;
+  books.failed += sign * o.failed;
 }

@@ -8,14 +8,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import {
-  invalidStatus,
-  type Outcome,
-  statusChanged,
-  sumOutcomes,
-  type SyncConfigStatus,
-  syncedStatus,
-} from "../model/status.ts";
+import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
 import { RetryBook } from "../sync/retry_book.ts";
 import { afterWork } from "../sync/retry_policy.ts";
 import { StatusSchedule } from "./status_schedule.ts";
@@ -35,7 +28,8 @@ export interface StatusDeps {
   client: KubeClient;
   syncConfigs: Reflector<SyncConfig>;
   compiled: (key: string) => { result: CompileResult } | undefined;
-  outcomes: (key: string) => Iterable<Outcome>;
+  /** The outcomes of a SyncConfig in every namespace it targets, added up. */
+  total: (key: string) => Outcome;
   events: SyncEvents;
   metrics: Metrics;
   now?: () => Date;
@@ -180,7 +174,7 @@ export class StatusWriter {
   #statusOf(key: string, sc: SyncConfig, result: CompileResult, now: string) {
     const current = sc.status as SyncConfigStatus | undefined;
     if (!result.ok) return { next: invalidStatus(current, result.message, now), errors: [] as string[] };
-    const total = sumOutcomes(this.deps.outcomes(key));
+    const total = this.deps.total(key);
     return { next: syncedStatus(current, total, now), errors: total.errors };
   }
 

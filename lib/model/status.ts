@@ -26,18 +26,6 @@ export interface Outcome {
   errors: string[];
 }
 
-/** The outcomes together (of one SyncConfig in every namespace it targets): counts added, errors in order. */
-export function sumOutcomes(outcomes: Iterable<Outcome>): Outcome {
-  const total: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
-  for (const o of outcomes) {
-    total.synced += o.synced;
-    total.deleted += o.deleted;
-    total.failed += o.failed;
-    total.errors.push(...o.errors);
-  }
-  return total;
-}
-
 const CONDITION_ORDER = ["Ready", "Errored", "Invalid"];
 
 /** Conditions of types espejo does not own (another tool's, a human's) are kept as they are, after espejo's. */

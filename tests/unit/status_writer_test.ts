@@ -62,7 +62,7 @@ async function flushOnce(
     client,
     syncConfigs,
     compiled: () => ({ result: { ok: false, key: KEY, message: `SyncConfig ${KEY}: a bad pattern` } }),
-    outcomes: () => [],
+    total: () => ({ synced: 0, deleted: 0, failed: 0, errors: [] }),
     events: new SyncEvents(new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" })),
     metrics: new Metrics(),
   });
