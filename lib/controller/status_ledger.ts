@@ -1,6 +1,6 @@
 /**
  * The counts behind each SyncConfig's status: the outcome of its latest sync in each namespace, for the valid
- * SyncConfigs only (an Invalid one has no counts). The status writer adds them up; the controller says what changed.
+ * SyncConfigs only (an Invalid one has no counts), and their sum per SyncConfig; the controller says what changed.
  */
 import type { Outcome } from "../model/status.ts";
 import { deepEqual } from "../kube/objects.ts";
