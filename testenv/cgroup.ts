@@ -28,6 +28,8 @@ export class Cgroup {
   /** The peak of memory.stat's rss seen by {@link sampleRss} (the kernel keeps no peak of anonymous memory). */
   peakRssBytes = 0;
   #timer?: ReturnType<typeof setInterval>;
+  /** The kernel's kill count when the group was created: a group left by an earlier run keeps its count. */
+  #killsBefore = 0;
 
   private constructor(readonly name: string) {
     this.#dirs = [join(MEMORY, name), join(CPU, name)];
@@ -46,6 +48,7 @@ export class Cgroup {
     await Deno.writeTextFile(join(mem, "memory.max_usage_in_bytes"), "0").catch(() => {});
     await Deno.writeTextFile(join(cpu, "cpu.cfs_period_us"), String(periodUs));
     await Deno.writeTextFile(join(cpu, "cpu.cfs_quota_us"), String(Math.round(cpuQuota * periodUs)));
+    g.#killsBefore = await g.#kernelKills();
     return g;
   }
 
@@ -54,7 +57,12 @@ export class Cgroup {
     return this.#dirs.map((d) => `echo $$ > '${join(d, "cgroup.procs")}'`).join(" && ");
   }
 
+  /** Processes the memory limit killed since the group was created (or reset). */
   async oomKills(): Promise<number> {
+    return await this.#kernelKills() - this.#killsBefore;
+  }
+
+  async #kernelKills(): Promise<number> {
     const text = await Deno.readTextFile(join(this.#dirs[0], "memory.oom_control")).catch(() => "");
     return Number(/^oom_kill (\d+)/m.exec(text)?.[1] ?? 0);
   }
@@ -96,7 +104,7 @@ export class Cgroup {
       usageBytes: await num(mem, "memory.usage_in_bytes"),
       maxUsageBytes: await num(mem, "memory.max_usage_in_bytes"),
       failcnt: await num(mem, "memory.failcnt"),
-      oomKills: oom.oom_kill ?? NaN,
+      oomKills: (oom.oom_kill ?? NaN) - this.#killsBefore,
       rssBytes: stat.rss ?? 0,
       cacheBytes: stat.cache ?? 0,
       mappedFileBytes: stat.mapped_file ?? 0,
