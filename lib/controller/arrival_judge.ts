@@ -8,7 +8,7 @@
  * An object that no one SyncConfig's item names here (none, or several: a conflict the unit reports) is left to the
  * unit, content and all.
  */
-import { splitApiVersion } from "../kube/objects.ts";
+import { type KubeObject, splitApiVersion } from "../kube/objects.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import { renderTemplate } from "../model/template.ts";
 import type { CachedObject } from "../sync/cached_object.ts";
@@ -21,21 +21,22 @@ import type { NamespaceLookup } from "./watches.ts";
 export function arrivalJudge(
   registry: Registry<NamespaceInfo>,
   namespaces: NamespaceLookup,
-): (r: ResourceInfo, entry: CachedObject, namespace: string, name: string) => void {
-  return (r, entry, namespace, name) => {
-    if (entry.json === undefined) return;
+): (r: ResourceInfo, entry: CachedObject, namespace: string, name: string, content: KubeObject) => boolean {
+  return (r, entry, namespace, name, content) => {
     const ns = namespaces.get(namespace);
     const owners = registry.itemOwners(r, ns, name);
-    if (owners.length !== 1) return;
+    if (owners.length !== 1) return false;
     const compiled = registry.get(owners[0])?.result;
-    if (!compiled?.ok) return;
+    if (!compiled?.ok) return false;
     const cfg = compiled.config;
     const item = cfg.syncItems.find((i) =>
       !i.problem && i.kind === r.kind && splitApiVersion(i.apiVersion).group === r.group &&
       renderTemplate(i.name, namespace) === name
     );
-    if (!item) return;
+    if (!item) return false;
     const { object, hash } = desiredObjectNow(cfg, item, namespace);
-    remember(entry, assess(object, hash, entry).memo);
+    const { memo } = assess(object, hash, entry, undefined, content);
+    remember(entry, memo);
+    return memo !== undefined;
   };
 }

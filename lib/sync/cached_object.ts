@@ -98,6 +98,12 @@ export function decodeManaged(
   previous: CachedObject | undefined,
   wanted = true,
   streamed = false,
+  /**
+   * Judges the object from its parsed content before any of it is kept, and says whether it decided (the entry
+   * then keeps its verdict, not its content): a restart's 100,000 objects are then neither written out as JSON nor
+   * parsed back. Not offered an object with ownerReferences, which are kept with the content and bounded by its size.
+   */
+  judge?: (entry: CachedObject, content: KubeObject) => boolean,
 ): CachedObject {
   const { managedFields, ...metadata } = raw.metadata ?? {};
   const uid = metadata.uid ?? "";
@@ -114,14 +120,18 @@ export function decodeManaged(
     entry.contentless = true;
     return entry;
   }
-  const json = JSON.stringify({ ...raw, metadata });
+  const content = { ...raw, metadata };
+  const refs = metadata.ownerReferences;
+  const referenced = Array.isArray(refs) && refs.length > 0;
+  if (judge && !referenced && judge(entry, content)) return entry;
+  const json = JSON.stringify(content);
   if (streamed && json.length > MAX_KEPT_CONTENT) {
     entry.contentless = true;
     entry.large = true;
     return entry;
   }
-  if (Array.isArray(metadata.ownerReferences) && metadata.ownerReferences.length) {
-    entry.ownerReferences = metadata.ownerReferences;
+  if (referenced) {
+    entry.ownerReferences = refs;
   }
   entry.json = json;
   return entry;

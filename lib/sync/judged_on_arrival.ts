@@ -4,9 +4,6 @@
  * otherwise keep its content until a unit gets to its namespace. A watch event after it is left to the unit, which
  * merges a burst of them into one judgement: a tenant writing a synced object a hundred times a second costs a
  * decode per write, not a rendering and a hash. Not while espejo writes the object either: that is most likely the
- * echo of the write, whose reply is judged anyway. Only content kept can be judged.
+ * echo of the write, whose reply is judged anyway. Only an object an item names is judged (decodeManaged).
  */
-import type { CachedObject } from "./cached_object.ts";
-
-export const judgedOnArrival = (entry: CachedObject, initial: boolean, writing: boolean): boolean =>
-  initial && !writing && entry.json !== undefined;
+export const judgedOnArrival = (initial: boolean, writing: boolean): boolean => initial && !writing;

@@ -8,6 +8,7 @@
  *   so that a deleteItem that is already absent costs no request.
  */
 import type { KubeClient } from "../kube/client.ts";
+import type { KubeObject } from "../kube/objects.ts";
 import { collectionPath, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { Reflector } from "../kube/reflector.ts";
 import { CreatedIndex } from "./created_index.ts";
@@ -31,10 +32,17 @@ export interface CacheEvents {
   /** Whether SyncConfig `cfgKey` prunes: only then are the objects it created indexed (default: yes). */
   prunes?: (cfgKey: string) => boolean;
   /**
-   * Judges an object read from a list or watch at once (its verdict recorded in `entry`), so that its content is
-   * not kept until a unit gets to it; one it does not judge keeps its content.
+   * Judges an object read from a list or watch at once from its parsed `content` (its verdict recorded in `entry`),
+   * so that its content is not kept until a unit gets to it; says whether it did. One it does not judge keeps its
+   * content.
    */
-  judge?: (resource: ResourceInfo, entry: CachedObject, namespace: string, name: string) => void;
+  judge?: (
+    resource: ResourceInfo,
+    entry: CachedObject,
+    namespace: string,
+    name: string,
+    content: KubeObject,
+  ) => boolean;
 }
 
 const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
@@ -70,13 +78,20 @@ export class ResourceCaches {
         packing: packedObjects,
         decode: (raw, previous, reply, initial) => {
           const meta = raw.metadata;
-          const wanted = this.events.wants?.(r, meta?.namespace ?? "", meta?.name ?? "") ?? true;
-          // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
-          const entry = decodeManaged(raw, previous, wanted, reply !== true);
+          const namespace = meta?.namespace ?? "", name = meta?.name ?? "";
+          const wanted = this.events.wants?.(r, namespace, name) ?? true;
           const writing = this.#own.writing(`${resourceKey(r)}|${meta?.namespace}/${meta?.name}`);
-          if (judgedOnArrival(entry, initial === true, writing)) {
-            this.events.judge?.(r, entry, meta?.namespace ?? "", meta?.name ?? "");
-          }
+          const judge = this.events.judge;
+          // A reply (espejo's write, or its read of a large object) is judged at once: its content is kept.
+          const entry = decodeManaged(
+            raw,
+            previous,
+            wanted,
+            reply !== true,
+            judge && judgedOnArrival(initial === true, writing)
+              ? (entry, content) => judge(r, entry, namespace, name, content)
+              : undefined,
+          );
           if (entry.createdBy && entry.createdBy === entry.owner && (this.events.prunes?.(entry.createdBy) ?? true)) {
             this.#created.add(meta?.namespace ?? "", entry.createdBy, resourceKey(r), meta?.name ?? "");
           }

@@ -42,7 +42,10 @@ export function assess(
   cached: CachedObject,
   /** {@link extrasHash} of the reply to our last write of the same item in another namespace, if any. */
   serverAdds?: string,
+  /** The object's content, when the caller holds it parsed already (a cache judging it as it reads it). */
+  parsed?: KubeObject,
 ): Assessment {
+  const hasContent = parsed !== undefined || cached.json !== undefined;
   const known = cached.baseline?.desiredHash === desiredHash;
   if (cached.contentless) return { verdict: { inSync: false, reason: "its content was not read yet", restore: false } };
   if (cached.desiredHash !== desiredHash) {
@@ -50,15 +53,13 @@ export function assess(
     const verdict: Verdict = known
       ? { inSync: false, reason: `its ${HASH_ANNOTATION} annotation was changed`, restore: true }
       : { inSync: false, reason: "the SyncConfig's item changed", restore: false };
-    return { verdict, memo: cached.json === undefined ? undefined : { kind: "dropContent" } };
+    return { verdict, memo: hasContent ? { kind: "dropContent" } : undefined };
   }
   if (cached.inSync && known) return { verdict: { inSync: true } };
   const judged = cached.outOfSync;
   if (judged?.desiredHash === desiredHash) return fromRecord(judged, serverAdds, false);
-  if (cached.json === undefined) {
-    return { verdict: { inSync: false, reason: "it was not judged yet", restore: false } };
-  }
-  const observed = JSON.parse(cached.json) as KubeObject;
+  if (!hasContent) return { verdict: { inSync: false, reason: "it was not judged yet", restore: false } };
+  const observed = parsed ?? JSON.parse(cached.json!) as KubeObject;
   const content = contentHash(observed);
   if (known && content === cached.baseline!.content) {
     return { verdict: { inSync: true }, memo: { kind: "inSync", baseline: cached.baseline! } };

@@ -9,7 +9,7 @@ import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 import { Registry } from "../../lib/model/registry.ts";
 import { arrivalJudge } from "../../lib/controller/arrival_judge.ts";
 import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
-import { decodeManaged } from "../../lib/sync/cached_object.ts";
+import { decodeManaged, MAX_KEPT_CONTENT } from "../../lib/sync/cached_object.ts";
 import { desiredObjectNow } from "../../lib/sync/desired.ts";
 import { packedObjects } from "../../lib/sync/packed_object.ts";
 
@@ -39,35 +39,51 @@ function served(registry: Registry<NamespaceInfo>, namespace: string, change: (o
 function setup() {
   const registry = new Registry<NamespaceInfo>();
   registry.compile("espejo/a", sc("a", { k: "v" }));
-  return { registry, judge: arrivalJudge(registry, namespaces) };
+  const judge = arrivalJudge(registry, namespaces);
+  /** `raw` as a cache reads it in its initial state: offered to the judge before anything of it is kept. */
+  const read = (raw: KubeObject, namespace: string) =>
+    decodeManaged(raw, undefined, true, true, (entry, content) => judge(CM, entry, namespace, "policy", content));
+  return { registry, read };
 }
 
 Deno.test("arrivalJudge: an object in sync keeps its verdict, not its content, and is then packed", () => {
-  const { registry, judge } = setup();
-  const entry = decodeManaged(served(registry, "team-a"), undefined, true, true);
-  assert.ok(entry.json !== undefined);
-  judge(CM, entry, "team-a", "policy");
+  const { registry, read } = setup();
+  const entry = read(served(registry, "team-a"), "team-a");
   assert.equal(entry.json, undefined);
   assert.equal(entry.inSync, true);
   assert.ok(packedObjects.pack(entry) !== undefined);
 });
 
 Deno.test("arrivalJudge: an object someone changed keeps an out-of-sync record (hashes), not its content", () => {
-  const { registry, judge } = setup();
-  const entry = decodeManaged(served(registry, "team-a", (o) => (o.data = { k: "tenant" })), undefined, true, true);
-  judge(CM, entry, "team-a", "policy");
+  const { registry, read } = setup();
+  const entry = read(served(registry, "team-a", (o) => (o.data = { k: "tenant" })), "team-a");
   assert.equal(entry.json, undefined);
   assert.equal(entry.inSync, undefined);
   assert.match(entry.outOfSync!.reason, /data.k differs/);
 });
 
+Deno.test("arrivalJudge: an object too large to keep is judged as it is read, and needs no GET later", () => {
+  const { registry, read } = setup();
+  const big = "x".repeat(MAX_KEPT_CONTENT);
+  const entry = read(served(registry, "team-a", (o) => (o.metadata!.annotations!.big = big)), "team-a");
+  assert.equal(entry.contentless, undefined);
+  assert.equal(entry.json, undefined);
+  assert.match(entry.outOfSync!.reason, /metadata.annotations.big is not set by the item/);
+});
+
+Deno.test("arrivalJudge: an object with ownerReferences keeps its content, bounded, for the unit", () => {
+  const { registry, read } = setup();
+  const ref = { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: "u" };
+  const entry = read(served(registry, "team-a", (o) => (o.metadata!.ownerReferences = [ref])), "team-a");
+  assert.ok(entry.json !== undefined);
+  assert.deepEqual(entry.ownerReferences, [ref]);
+});
+
 Deno.test("arrivalJudge: an object no SyncConfig names there, or that two name, is left to the unit", () => {
-  const { registry, judge } = setup();
-  const unselected = decodeManaged(served(registry, "other"), undefined, true, true);
-  judge(CM, unselected, "other", "policy");
+  const { registry, read } = setup();
+  const unselected = read(served(registry, "other"), "other");
   assert.ok(unselected.json !== undefined, "not selected there");
   registry.compile("espejo/b", sc("b", { k: "w" }));
-  const contested = decodeManaged(served(registry, "team-a"), undefined, true, true);
-  judge(CM, contested, "team-a", "policy");
+  const contested = read(served(registry, "team-a"), "team-a");
   assert.ok(contested.json !== undefined, "two SyncConfigs name it: the unit reports the conflict");
 });
