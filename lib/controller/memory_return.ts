@@ -5,10 +5,10 @@
  * 'last-resort' flavour compacts the heap and releases the free pages, which regular and idle collections keep for
  * reuse.
  *
- * It runs only when the heap holds at least {@link SLACK_BYTES} of free pages after {@link QUIET_MS} without work,
- * so a steady cluster (passes that allocate next to nothing) never pays for it; after a burst it costs one full
- * collection, about 100 ms of CPU at that size. It needs V8's gc extension (`--expose-gc` in deno.v8-flags); without
- * it nothing happens.
+ * It runs when the workers have been quiet for {@link QUIET_MS}: the first time after the start, and later only when
+ * the heap holds at least {@link SLACK_BYTES} of free pages, so a steady cluster (passes that allocate next to nothing)
+ * never pays for it; after a burst it costs one full collection, about 100 ms of CPU at that size. It needs V8's gc
+ * extension (`--expose-gc` in deno.v8-flags); without it nothing happens.
  */
 import { getLogger } from "@logtape/logtape";
 
@@ -80,7 +80,10 @@ export class MemoryReturn {
     this.#cancel = undefined;
     if (this.#now() - this.#lastAt < MIN_INTERVAL_MS) return;
     const before = this.#heap();
-    if (before.heapTotal - before.heapUsed < SLACK_BYTES) return;
+    // The start read every object espejo manages: its garbage, counted as in use until a collection, can fill the
+    // pages V8 added for it and leave few free. So the first quiet after the start always collects.
+    const first = this.#lastAt === -Infinity;
+    if (before.heapTotal - before.heapUsed < SLACK_BYTES && !first) return;
     this.#lastAt = this.#now();
     this.#gc!({ type: "major", execution: "sync", flavor: "last-resort" });
     const after = this.#heap();
