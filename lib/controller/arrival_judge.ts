@@ -4,10 +4,12 @@
  * once (100,000 of them, 50 MB of JSON), and units take minutes to get through them. The verdict is the one the
  * unit would reach (lib/sync/verdict.ts), made without what the executor learnt since the start about what the
  * server adds to each item: an object whose only differences are fields its item does not set keeps a record of
- * hashes, which the unit decides with what it learnt.
- * An object that no one SyncConfig's item names here (none, or several: a conflict the unit reports) is left to the
- * unit, content and all.
+ * hashes, which the unit decides with what it learnt. It is judged from the object as the stream parsed it, before
+ * anything of it is kept.
+ * An object that no one SyncConfig's item names here (none, or several: a conflict the unit reports), or that the
+ * judge cannot judge, is left to the unit, content and all (within MAX_KEPT_CONTENT).
  */
+import { getLogger } from "@logtape/logtape";
 import { type KubeObject, splitApiVersion } from "../kube/objects.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import { renderTemplate } from "../model/template.ts";
@@ -17,6 +19,8 @@ import { assess, remember } from "../sync/verdict.ts";
 import type { Registry } from "../model/registry.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { NamespaceLookup } from "./watches.ts";
+
+const log = getLogger(["espejo", "controller"]);
 
 export function arrivalJudge(
   registry: Registry<NamespaceInfo>,
@@ -34,9 +38,20 @@ export function arrivalJudge(
       renderTemplate(i.name, namespace) === name
     );
     if (!item) return false;
-    const { object, hash } = desiredObjectNow(cfg, item, namespace);
-    const { memo } = assess(object, hash, entry, undefined, content);
-    remember(entry, memo);
-    return memo !== undefined;
+    try {
+      const { object, hash } = desiredObjectNow(cfg, item, namespace);
+      const { memo } = assess(object, hash, entry, undefined, content);
+      remember(entry, memo);
+      return memo !== undefined;
+    } catch (e) {
+      // Thrown here, it would fail the cache's whole list, again at every retry: the unit judges it, and fails alone.
+      log.warn("Could not judge {kind} {namespace}/{name} as it arrived, left to its namespace's sync: {error}", {
+        kind: r.kind,
+        namespace,
+        name,
+        error: e instanceof Error ? e.message : String(e),
+      });
+      return false;
+    }
   };
 }

@@ -107,8 +107,19 @@ export function compareByValue(desired: KubeObject, observed: KubeObject): Compa
     return deepEqual(d, o) ? undefined : path;
   };
   const differs = walk(serverOwned(desired), serverOwned(observed), "");
-  if (differs !== undefined) return { kind: "differs", path: differs };
-  return extra === undefined ? { kind: "equal" } : { kind: "extra", path: extra };
+  if (differs !== undefined) return { kind: "differs", path: boundedPath(differs) };
+  return extra === undefined ? { kind: "equal" } : { kind: "extra", path: boundedPath(extra) };
+}
+
+/** The longest path a comparison reports; the reason of an out-of-sync record keeps it. */
+export const MAX_PATH = 256;
+
+/**
+ * A tenant chooses the keys it adds, of any length: a path is cut to {@link MAX_PATH} characters and copied, since a
+ * slice would keep the whole key alive.
+ */
+function boundedPath(path: string): string {
+  return path.length <= MAX_PATH ? path : `${Array.from(path.slice(0, MAX_PATH)).join("")}...`;
 }
 
 /**

@@ -61,11 +61,18 @@ export interface ExistingObject {
 
 /**
  * The largest object (JSON without managedFields, in characters) whose content a list or watch event leaves in the
- * cache until it is judged. A larger one is kept without content and read (one GET) when it is judged, once per
- * resourceVersion: 400 objects of 1 MiB cost 400 GETs after a restart, not 400 MiB. Typical synced objects
- * (policies, bindings, quotas) are 1-5 KiB; a CA bundle synced everywhere is the common large one.
+ * cache until it is judged. A larger one that is not judged as it arrives (a watch event, an object no single item
+ * names) is kept without content and read (one GET) when it is judged, once per resourceVersion: 400 objects of 1 MiB
+ * cost 400 GETs, not 400 MiB. Typical synced objects (policies, bindings, quotas) are 1-5 KiB; a CA bundle synced
+ * everywhere is the common large one.
  */
 export const MAX_KEPT_CONTENT = 64 * 1024;
+
+/**
+ * The largest ownerReferences (as JSON) an entry from a list or watch keeps; an object with more is kept without
+ * content and read when it is judged. One reference is about 200 characters.
+ */
+export const MAX_KEPT_REFERENCES = 4 * 1024;
 
 /** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
 const MAX_HASH = 64;
@@ -101,7 +108,7 @@ export function decodeManaged(
   /**
    * Judges the object from its parsed content before any of it is kept, and says whether it decided (the entry
    * then keeps its verdict, not its content): a restart's 100,000 objects are then neither written out as JSON nor
-   * parsed back. Not offered an object with ownerReferences, which are kept with the content and bounded by its size.
+   * parsed back.
    */
   judge?: (entry: CachedObject, content: KubeObject) => boolean,
 ): CachedObject {
@@ -123,17 +130,23 @@ export function decodeManaged(
   const content = { ...raw, metadata };
   const refs = metadata.ownerReferences;
   const referenced = Array.isArray(refs) && refs.length > 0;
-  if (judge && !referenced && judge(entry, content)) return entry;
-  const json = JSON.stringify(content);
-  if (streamed && json.length > MAX_KEPT_CONTENT) {
-    entry.contentless = true;
-    entry.large = true;
+  // The ownerReferences outlive the verdict (espejo's writes keep them), and a tenant can add any number.
+  if (streamed && referenced && JSON.stringify(refs).length > MAX_KEPT_REFERENCES) return unread(entry);
+  if (judge?.(entry, content)) {
+    if (referenced) entry.ownerReferences = refs;
     return entry;
   }
-  if (referenced) {
-    entry.ownerReferences = refs;
-  }
+  const json = JSON.stringify(content);
+  if (streamed && json.length > MAX_KEPT_CONTENT) return unread(entry);
+  if (referenced) entry.ownerReferences = refs;
   entry.json = json;
+  return entry;
+}
+
+/** An entry kept without content for its size: read (one GET) when it is judged. */
+function unread(entry: CachedObject): CachedObject {
+  entry.contentless = true;
+  entry.large = true;
   return entry;
 }
 

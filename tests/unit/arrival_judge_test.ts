@@ -3,13 +3,20 @@
  * until a unit gets to them, and the verdict is the one a unit would reach.
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 import { Registry } from "../../lib/model/registry.ts";
 import { arrivalJudge } from "../../lib/controller/arrival_judge.ts";
 import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
-import { decodeManaged, MAX_KEPT_CONTENT } from "../../lib/sync/cached_object.ts";
+import {
+  type CachedObject,
+  decodeManaged,
+  MAX_KEPT_CONTENT,
+  MAX_KEPT_REFERENCES,
+} from "../../lib/sync/cached_object.ts";
+import { assess, remember } from "../../lib/sync/verdict.ts";
 import { desiredObjectNow } from "../../lib/sync/desired.ts";
 import { packedObjects } from "../../lib/sync/packed_object.ts";
 
@@ -71,12 +78,68 @@ Deno.test("arrivalJudge: an object too large to keep is judged as it is read, an
   assert.match(entry.outOfSync!.reason, /metadata.annotations.big is not set by the item/);
 });
 
-Deno.test("arrivalJudge: an object with ownerReferences keeps its content, bounded, for the unit", () => {
+Deno.test("arrivalJudge: an object with ownerReferences keeps its verdict and the references, not its content", () => {
   const { registry, read } = setup();
   const ref = { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: "u" };
   const entry = read(served(registry, "team-a", (o) => (o.metadata!.ownerReferences = [ref])), "team-a");
-  assert.ok(entry.json !== undefined);
+  assert.equal(entry.json, undefined);
+  assert.equal(entry.inSync, true, "references are the owners', not the item's");
   assert.deepEqual(entry.ownerReferences, [ref]);
+});
+
+Deno.test("arrivalJudge: an object with more ownerReferences than are kept is read when judged, and keeps none", () => {
+  const { registry, read } = setup();
+  const refs = Array.from(
+    { length: 100 },
+    (_, i) => ({ apiVersion: "v1", kind: "ConfigMap", name: `o${i}`, uid: "u" }),
+  );
+  assert.ok(JSON.stringify(refs).length > MAX_KEPT_REFERENCES);
+  const entry = read(served(registry, "team-a", (o) => (o.metadata!.ownerReferences = refs)), "team-a");
+  assert.deepEqual([entry.json, entry.ownerReferences, entry.contentless, entry.large], [
+    undefined,
+    undefined,
+    true,
+    true,
+  ]);
+});
+
+Deno.test("arrivalJudge: an object it cannot judge is left to the unit, the entry untouched, the cache reading on", () => {
+  const { registry } = setup();
+  const judge = arrivalJudge(registry, namespaces);
+  const content = served(registry, "team-a");
+  const entry = decodeManaged(content, undefined, true, true);
+  const before = structuredClone(entry);
+  Object.defineProperty(content, "data", {
+    enumerable: true,
+    get: () => {
+      throw new RangeError("Maximum call stack size exceeded");
+    },
+  });
+  assert.equal(judge(CM, entry, "team-a", "policy", content), false);
+  assert.deepEqual(entry, before);
+});
+
+Deno.test("arrivalJudge: its verdict from the parsed object is the one a unit reaches from the kept JSON", () => {
+  const { registry, read } = setup();
+  const entryOf = registry.get("espejo/a")!.result;
+  if (!entryOf.ok) throw new Error(entryOf.message);
+  const { object: desired, hash } = desiredObjectNow(entryOf.config, entryOf.config.syncItems[0], "team-a");
+  const change = fc.oneof(
+    fc.constant((_o: KubeObject) => {}),
+    fc.string().map((v) => (o: KubeObject) => (o.data = { k: v })),
+    fc.string({ minLength: 1 }).map((k) => (o: KubeObject) => (o.metadata!.annotations![k] = "x")),
+    fc.string({ minLength: 1 }).map((k) => (o: KubeObject) => ((o as Record<string, unknown>)[`x${k}`] = [k])),
+    fc.constant((o: KubeObject) => (o.metadata!.finalizers = ["tenant.example/keep"])),
+    fc.constant((o: KubeObject) => delete o.data),
+  );
+  fc.assert(fc.property(fc.array(change, { maxLength: 3 }), (changes) => {
+    const raw = served(registry, "team-a", (o) => changes.forEach((c) => c(o)));
+    const onArrival = read(structuredClone(raw), "team-a");
+    const kept = decodeManaged(structuredClone(raw), undefined, true, true);
+    const byUnit = assess(desired, hash, kept);
+    remember(kept, byUnit.memo);
+    assert.deepEqual(onArrival, kept);
+  }));
 });
 
 Deno.test("arrivalJudge: an object no SyncConfig names there, or that two name, is left to the unit", () => {

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { compareByValue, type Comparison, contentHash, extrasOf, serverOwned } from "../../lib/model/drift.ts";
+import {
+  compareByValue,
+  type Comparison,
+  contentHash,
+  extrasOf,
+  MAX_PATH,
+  serverOwned,
+} from "../../lib/model/drift.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../../lib/model/markers.ts";
 
@@ -223,4 +230,14 @@ Deno.test("drift: espejo's creation record is never a difference, and not part o
   assert.equal(contentHash(created), contentHash(desired));
   const only = { ...structuredClone(desired), metadata: { name: "a", annotations: { [CREATED_ANNOTATION]: "c" } } };
   assert.deepEqual(compareByValue({ ...desired, metadata: { name: "a" } }, only), { kind: "equal" });
+});
+
+Deno.test("compareByValue: a tenant's key of any length is reported cut to MAX_PATH characters", () => {
+  const desired: KubeObject = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" }, data: { k: "v" } };
+  const key = "k".repeat(500_000);
+  const extra = compareByValue(desired, { ...desired, data: { k: "v", [key]: "x" } });
+  assert.equal(extra.kind, "extra");
+  assert.ok(extra.kind === "extra" && extra.path.length <= MAX_PATH + 3 && extra.path.startsWith(".data.kkk"));
+  const differs = compareByValue({ ...desired, data: { [key]: "v" } }, desired);
+  assert.ok(differs.kind === "differs" && differs.path.length <= MAX_PATH + 3);
 });
