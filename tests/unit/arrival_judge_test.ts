@@ -10,12 +10,7 @@ import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 import { Registry } from "../../lib/model/registry.ts";
 import { arrivalJudge } from "../../lib/controller/arrival_judge.ts";
 import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
-import {
-  type CachedObject,
-  decodeManaged,
-  MAX_KEPT_CONTENT,
-  MAX_KEPT_REFERENCES,
-} from "../../lib/sync/cached_object.ts";
+import { decodeManaged, MAX_KEPT_CONTENT, MAX_KEPT_REFERENCES } from "../../lib/sync/cached_object.ts";
 import { assess, remember } from "../../lib/sync/verdict.ts";
 import { desiredObjectNow } from "../../lib/sync/desired.ts";
 import { packedObjects } from "../../lib/sync/packed_object.ts";
