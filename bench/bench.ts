@@ -34,6 +34,7 @@ import { timelineOf } from "./timeline.ts";
 import { shippedArgv, spawnLogged } from "../testenv/process.ts";
 import { imageEnvironment } from "../testenv/image_env.ts";
 import { espejoIdentity, optIn } from "../testenv/espejo_rbac.ts";
+import { QUIET_MS } from "../lib/controller/memory_return.ts";
 
 const M = 5;
 const K = ITEMS_PER_CONFIG;
@@ -388,7 +389,10 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     };
 
     log(`N=${N}: (c) idle latency`);
-    // (c) latency while idle: one namespace at a time
+    // (c) latency while idle: one namespace at a time, once the controller has been idle long enough to give back the
+    // memory of the burst before (memory_return.ts). Without the wait, the first samples would pay for collecting the
+    // garbage of a convergence that took minutes, which a namespace created on a settled cluster does not.
+    await quiet(ctl, QUIET_MS + 1_000);
     const idleRun = await measureIdle(ctl, admin, arrivals, "bench-idle", audit, identity);
     total += idleRun.latencies.length;
     const idleLatencies = idleRun.latencies;
