@@ -1,5 +1,6 @@
 /** Plain helpers for unstructured Kubernetes objects (JSON values). */
 import { createHash } from "node:crypto";
+import { canonicalJson } from "./canonical_json.ts";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 export type JsonObject = { [k: string]: Json };
@@ -86,18 +87,6 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     return ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
   }
   return false;
-}
-
-/** JSON with object keys sorted, so equal values always serialize (and hash) the same. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
-  if (isObject(v)) {
-    return `{${
-      Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`)
-        .join(",")
-    }}`;
-  }
-  return JSON.stringify(v ?? null);
 }
 
 /** Short SHA-256 of the canonical JSON of `v`. */

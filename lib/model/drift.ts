@@ -22,14 +22,8 @@
  * A verdict stands for one resourceVersion: an unchanged version has unchanged content.
  */
 import { createHash } from "node:crypto";
-import {
-  canonicalJson,
-  deepEqual,
-  isObject,
-  type KubeObject,
-  SERVER_OWNED_METADATA,
-  withoutAnnotation,
-} from "../kube/objects.ts";
+import { canonicalJson } from "../kube/canonical_json.ts";
+import { deepEqual, isObject, type KubeObject, SERVER_OWNED_METADATA, withoutAnnotation } from "../kube/objects.ts";
 import { CREATED_ANNOTATION } from "./markers.ts";
 
 /**

@@ -4,13 +4,32 @@
  */
 export const PROJECT_NAME_PLACEHOLDER = "${PROJECT_NAME}";
 
-/** Returns a deep copy of `value` with the placeholder replaced in every string value. */
+/**
+ * Returns a deep copy of `value` with the placeholder replaced in every string value. A loop, not `map` and
+ * `Object.fromEntries`: every sync renders each of its items, and a cache judging objects as they arrive renders one
+ * per object, 100,000 after a restart.
+ */
 export function renderTemplate<T>(value: T, projectName: string): T {
-  if (typeof value === "string") return value.replaceAll(PROJECT_NAME_PLACEHOLDER, projectName) as T;
-  if (Array.isArray(value)) return value.map((v) => renderTemplate(v, projectName)) as T;
+  if (typeof value === "string") {
+    return (value.includes(PROJECT_NAME_PLACEHOLDER)
+      ? value.replaceAll(PROJECT_NAME_PLACEHOLDER, projectName)
+      : value) as T;
+  }
+  if (Array.isArray(value)) {
+    const copy: unknown[] = [];
+    for (const v of value) copy.push(renderTemplate(v, projectName));
+    return copy as T;
+  }
   if (value && typeof value === "object") {
-    // fromEntries defines own properties: a key "__proto__" (valid JSON) stays a key instead of a prototype.
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderTemplate(v, projectName)])) as T;
+    const copy: Record<string, unknown> = {};
+    for (const k of Object.keys(value)) {
+      const v = renderTemplate((value as Record<string, unknown>)[k], projectName);
+      // A key "__proto__" (valid JSON) must stay a key: assigning it would set the copy's prototype instead.
+      if (k === "__proto__") {
+        Object.defineProperty(copy, k, { value: v, enumerable: true, writable: true, configurable: true });
+      } else copy[k] = v;
+    }
+    return copy as T;
   }
   return value;
 }
