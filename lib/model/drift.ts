@@ -64,43 +64,55 @@ export type Comparison =
 
 /** Compares by value (see the file comment); both objects are reduced with {@link serverOwned} first. */
 export function compareByValue(desired: KubeObject, observed: KubeObject): Comparison {
+  // The keys and indexes down to where the walk is; a path is written only when one is reported (every arriving
+  // object of a restart is compared, and nearly all are equal).
+  const at: (string | number)[] = [];
+  const here = (key?: string) => {
+    let path = "";
+    for (const step of at) path += typeof step === "number" ? `[${step}]` : `.${step}`;
+    return key === undefined ? path : `${path}.${key}`;
+  };
   let extra: string | undefined;
   // Go's omitempty drops zero values from replies, but a tenant can drop them too (`automountServiceAccountToken:
   // false` removed means true): a missing zero value is a difference only the server's own reply can explain.
-  const omitted = (path: string) => {
-    extra ??= `${path || "."} (omitted)`;
+  const omitted = (key?: string) => {
+    extra ??= `${here(key) || "."} (omitted)`;
     return undefined;
   };
-  const walk = (d: unknown, o: unknown, path: string): string | undefined => {
+  const walk = (d: unknown, o: unknown): string | undefined => {
     if (isObject(d)) {
-      if (!isObject(o)) return o === undefined && isZeroValue(d) ? omitted(path) : path || ".";
+      if (!isObject(o)) return o === undefined && isZeroValue(d) ? omitted() : here() || ".";
       for (const k of Object.keys(d)) {
         if (!Object.hasOwn(o, k)) {
-          if (isZeroValue(d[k])) omitted(`${path}.${k}`);
-          else return `${path}.${k}`;
+          if (isZeroValue(d[k])) omitted(k);
+          else return here(k);
           continue;
         }
-        const deeper = walk(d[k], o[k], `${path}.${k}`);
+        at.push(k);
+        const deeper = walk(d[k], o[k]);
+        at.pop();
         if (deeper !== undefined) return deeper;
       }
       if (extra === undefined) {
         const added = Object.keys(o).find((k) => !Object.hasOwn(d, k));
-        if (added !== undefined) extra = `${path}.${added}`;
+        if (added !== undefined) extra = here(added);
       }
       return undefined;
     }
     if (Array.isArray(d)) {
-      if (o === undefined && d.length === 0) return omitted(path);
-      if (!Array.isArray(o) || o.length !== d.length) return path;
+      if (o === undefined && d.length === 0) return omitted();
+      if (!Array.isArray(o) || o.length !== d.length) return here();
       for (let i = 0; i < d.length; i++) {
-        const deeper = walk(d[i], o[i], `${path}[${i}]`);
+        at.push(i);
+        const deeper = walk(d[i], o[i]);
+        at.pop();
         if (deeper !== undefined) return deeper;
       }
       return undefined;
     }
-    return deepEqual(d, o) ? undefined : path;
+    return deepEqual(d, o) ? undefined : here();
   };
-  const differs = walk(serverOwned(desired), serverOwned(observed), "");
+  const differs = walk(serverOwned(desired), serverOwned(observed));
   if (differs !== undefined) return { kind: "differs", path: boundedPath(differs) };
   return extra === undefined ? { kind: "equal" } : { kind: "extra", path: boundedPath(extra) };
 }
