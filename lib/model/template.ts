@@ -2,6 +2,8 @@
  * `${PROJECT_NAME}` substitution: replaced by the target namespace's name in every string value of an item, at any
  * depth, never in keys (as espejo does).
  */
+import { setOwnKey } from "../kube/own_key.ts";
+
 export const PROJECT_NAME_PLACEHOLDER = "${PROJECT_NAME}";
 
 /**
@@ -23,11 +25,7 @@ export function renderTemplate<T>(value: T, projectName: string): T {
   if (value && typeof value === "object") {
     const copy: Record<string, unknown> = {};
     for (const k of Object.keys(value)) {
-      const v = renderTemplate((value as Record<string, unknown>)[k], projectName);
-      // A key "__proto__" (valid JSON) must stay a key: assigning it would set the copy's prototype instead.
-      if (k === "__proto__") {
-        Object.defineProperty(copy, k, { value: v, enumerable: true, writable: true, configurable: true });
-      } else copy[k] = v;
+      setOwnKey(copy, k, renderTemplate((value as Record<string, unknown>)[k], projectName));
     }
     return copy as T;
   }
