@@ -7,6 +7,7 @@
  * URL's host (`tls-server-name`). Those clients use node:https (`transport_node.ts`). Both paths need only
  * `--allow-net` (and `--allow-env`, which fetch's path uses to keep Deno's own proxy variables out).
  */
+import { textPieces } from "./body_text.ts";
 import { asConnectionError } from "./connection_error.ts";
 import { apiErrorFrom } from "./errors.ts";
 import { JsonItemSplitter } from "./json_items.ts";
@@ -113,7 +114,7 @@ export class HttpKubeClient implements KubeClient {
     return this.#exchange(req, async (res) => {
       const splitter = new JsonItemSplitter((json) => onItem(JSON.parse(json)));
       if (!res.body) return {};
-      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) splitter.push(chunk);
+      for await (const text of textPieces(res.body)) splitter.push(text);
       return splitter.end() as ListRest;
     });
   }
@@ -167,15 +168,10 @@ export class HttpKubeClient implements KubeClient {
     if (!res.ok) throw apiErrorFrom(res.status, await res.text(), res.headers.get("retry-after"));
     if (!res.body) return;
     const lines = new LineSplitter();
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return; // an unfinished last line is an event cut off: the watch resumes before it
-        for (const line of lines.push(value)) yield JSON.parse(line) as WatchEvent;
-      }
-    } finally {
-      await reader.cancel().catch(() => {});
+    // An unfinished last line is an event cut off: the watch resumes before it. Leaving the loop early (the caller
+    // stops) cancels the body.
+    for await (const text of textPieces(res.body)) {
+      for (const line of lines.push(text)) yield JSON.parse(line) as WatchEvent;
     }
   }
 
