@@ -188,7 +188,7 @@ export class HttpKubeClient implements KubeClient {
     const auth = await this.opts.authorization?.();
     if (auth) headers.authorization = auth;
     try {
-      const res = await this.#transport.send(url, { method, headers, body: o.body, signal: o.signal });
+      const res = await this.#transport.send(url, { method, headers, body: o.body, signal: o.signal, watch: o.watch });
       this.opts.onResponse?.({ method, path, watch: o.watch, code: res.status });
       return res;
     } catch (e) {

@@ -31,6 +31,8 @@ export interface SendInit {
   headers: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
+  /** A watch: a stream that lasts minutes and, after a restart, brings every object at once. */
+  watch?: boolean;
 }
 
 /**
