@@ -502,6 +502,39 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
 
     // Peak memory of phase 1: the initial convergence and the new SyncConfig's burst.
     const convergencePeak = { anonMiB: ctl.memory.peakAnonKiB / 1024, rssMiB: ctl.memory.peakRssKiB / 1024 };
+    if (scale) {
+      // The scale goals are stated for N×M×K objects: (d)'s SyncConfig goes again, its objects pruned by the
+      // controller, so that the restarts and passes of phase 2 read and compare that workload and no more.
+      log(`N=${N}: (d) undone: its SyncConfig deleted with pruning on`);
+      const dSc = `${SC_API}/bench-c${M}`;
+      await admin.request({
+        method: "PATCH",
+        path: dSc,
+        contentType: "application/merge-patch+json",
+        body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
+      });
+      await until("prune finalizer added", async () => {
+        const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: dSc });
+        return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
+      });
+      await admin.request({ method: "DELETE", path: dSc });
+      await until(
+        "its objects pruned and the SyncConfig gone",
+        async () => {
+          ctl.alive();
+          const left = await admin.request<{ items?: unknown[] }>({
+            method: "GET",
+            path: SC_API,
+            query: { fieldSelector: `metadata.name=bench-c${M}` },
+          });
+          return (left.items ?? []).length === 0;
+        },
+        convergenceTimeoutMs(N),
+        1000,
+      );
+      configs--;
+      await quiet(ctl);
+    }
     // (f) memory once converged, after 30 s at rest: V8 gives memory back to the system only when idle for a while.
     await sleep(30_000);
     const fMetrics = await ctl.metrics();
