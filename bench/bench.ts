@@ -202,6 +202,20 @@ async function quiet(ctl: ControllerProcess, ms = 500): Promise<void> {
   });
 }
 
+/** Turns pruning on for a SyncConfig and waits for its prune finalizer, the controller's one write for it. */
+async function turnPruningOn(admin: HttpKubeClient, path: string): Promise<void> {
+  await admin.request({
+    method: "PATCH",
+    path,
+    contentType: "application/merge-patch+json",
+    body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
+  });
+  await until("prune finalizer added", async () => {
+    const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path });
+    return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
+  });
+}
+
 /**
  * New namespaces one at a time, each as soon as the previous one has all its items: their latencies, how much of it
  * the controller's queue wait and unit took (the unit includes its writes), and what splits the unit: the
@@ -461,16 +475,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
       const pruned = async () => sumOf(await ctl.metrics(), "espejo_prunes_total");
       const prunedBefore = await pruned();
       const pruneSc = `${SC_API}/bench-c${M}`;
-      await admin.request({
-        method: "PATCH",
-        path: pruneSc,
-        contentType: "application/merge-patch+json",
-        body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
-      });
-      await until("prune finalizer added", async () => {
-        const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: pruneSc });
-        return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
-      });
+      await turnPruningOn(admin, pruneSc);
       const fullSpec = benchSyncConfig(M) as { spec: { syncItems: unknown[] } };
       await admin.request({
         method: "PATCH",
@@ -507,16 +512,7 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
       // controller, so that the restarts and passes of phase 2 read and compare that workload and no more.
       log(`N=${N}: (d) undone: its SyncConfig deleted with pruning on`);
       const dSc = `${SC_API}/bench-c${M}`;
-      await admin.request({
-        method: "PATCH",
-        path: dSc,
-        contentType: "application/merge-patch+json",
-        body: { metadata: { annotations: { "sync.appuio.ch/prune": "true" } } },
-      });
-      await until("prune finalizer added", async () => {
-        const sc = await admin.request<{ metadata?: { finalizers?: string[] } }>({ method: "GET", path: dSc });
-        return sc.metadata?.finalizers?.includes("sync.appuio.ch/prune") === true;
-      });
+      await turnPruningOn(admin, dSc);
       await admin.request({ method: "DELETE", path: dSc });
       await until(
         "its objects pruned and the SyncConfig gone",
