@@ -20,7 +20,7 @@ export function fetchTransport(opts: TransportOptions): Transport {
     withoutProxyEnvironment(() =>
       Deno.createHttpClient({
         caCerts: opts.caCerts,
-        ...(http2 ? {} : { http2: false }),
+        http2,
         ...(opts.cert && opts.key ? { cert: opts.cert, key: opts.key } : {}),
         ...(opts.proxy ? { proxy: denoProxy(opts.proxy) } : {}),
       })
