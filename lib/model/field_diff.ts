@@ -10,7 +10,15 @@
  */
 import { deepEqual, isObject, type KubeObject, withoutAnnotation } from "../kube/objects.ts";
 import { serverOwned } from "./drift.ts";
-import { holdsSecret, isSecret, isSecretPath, SECRET_MASK, SECRET_MASK_AFTER, SECRET_MASK_BEFORE } from "./redact.ts";
+import {
+  holdsSecret,
+  isSecretPath,
+  isSecretResource,
+  type ResourceIdentity,
+  SECRET_MASK,
+  SECRET_MASK_AFTER,
+  SECRET_MASK_BEFORE,
+} from "./redact.ts";
 import { HASH_ANNOTATION } from "./markers.ts";
 
 export interface FieldChange {
@@ -29,9 +37,17 @@ function show(v: unknown): string {
 
 const pathText = (path: readonly string[]) => path.map((k) => `.${k}`).join("") || ".";
 
-/** Decided by the kind of either object: a Secret's values are secret whichever side names the kind. */
-export function fieldDiff(desired: KubeObject, observed: KubeObject): FieldChange[] {
-  const secret = isSecret(desired) || isSecret(observed);
+/**
+ * The changes from `observed` to `desired`, objects of `resource` (the resource espejo's resolver found for the item,
+ * where `observed` was read): its values are masked if it is a Secret by {@link isSecretResource}, whatever either
+ * object's `apiVersion` and `kind` say, and when it is not known (`undefined`).
+ */
+export function fieldDiff(
+  desired: KubeObject,
+  observed: KubeObject,
+  resource: ResourceIdentity | undefined,
+): FieldChange[] {
+  const secret = isSecretResource(resource);
   const out: FieldChange[] = [];
   const whole = (op: "+" | "-", path: string[], v: unknown): void => {
     if (secret && holdsSecret(path) && isObject(v) && Object.keys(v).length > 0) {

@@ -10,6 +10,7 @@
  * conditions and Events, which anyone who can read SyncConfigs can read, while the value may come from a Secret.
  * The field path, the object's kind and name and the explanation after the value stay: they say what to fix.
  */
+import type { ResourceInfo } from "../kube/discovery.ts";
 import { encodeBase64, isObject, type KubeObject } from "../kube/objects.ts";
 
 /** What a value is replaced with. */
@@ -104,19 +105,29 @@ function redactBodyContext(s: string): string {
  * A Secret's values in what people read (`espejo plan`), masked as `kubectl diff` masks them: `***` for a value that
  * is added, removed or unchanged, `*** (before)` and `*** (after)` for one that changed. Keys are shown; values never.
  *
- * Decided by kind (core v1 Secret), whatever the item's fields are called, and for a Secret every value below `data`
- * and `stringData` and of every annotation is secret: `kubectl apply` copies the whole object, data and all (base64 or,
- * from `stringData`, plain), into `kubectl.kubernetes.io/last-applied-configuration`, other tools (kapp, Helm
- * plugins) do the same under their own keys, and a tenant may write anything into an annotation. Labels, `type`,
- * `immutable` and the rest are shown as for any object.
+ * Decided by what the object is ({@link isSecretResource}), whatever its item calls its fields or spells its
+ * apiVersion, and for a Secret every value below `data` and `stringData` and of every annotation is secret:
+ * `kubectl apply` copies the whole object, data and all (base64 or, from `stringData`, plain), into
+ * `kubectl.kubernetes.io/last-applied-configuration`, other tools (kapp, Helm plugins) do the same under their own
+ * keys, and a tenant may write anything into an annotation. Labels, `type`, `immutable` and the rest are shown as for
+ * any object.
  */
 export const SECRET_MASK = "***";
 export const SECRET_MASK_BEFORE = "*** (before)";
 export const SECRET_MASK_AFTER = "*** (after)";
 
-/** Whether `object` is a core v1 Secret, whose values are never shown. */
-export function isSecret(object: { apiVersion?: unknown; kind?: unknown } | undefined): boolean {
-  return object?.apiVersion === "v1" && object.kind === "Secret";
+/** What an object is, as espejo's resolver (lib/kube/discovery.ts) maps its apiVersion and kind: group and resource. */
+export type ResourceIdentity = Pick<ResourceInfo, "group" | "resource">;
+
+/**
+ * Whether objects of `r` are core Secrets (group "", resource `secrets`), whose values are never shown. The one test
+ * of "is a Secret" for what people read: it takes the resource espejo's resolver found for an item, the one its
+ * objects are listed and written at, so that an apiVersion the resolver admits for the core group (`v1`, `/v1`) is
+ * a Secret however it is spelled, and the server's objects are judged by where they were read, not by a `kind` or
+ * `apiVersion` that lists leave out. `undefined` (nothing resolved) counts as a Secret: masking fails closed.
+ */
+export function isSecretResource(r: ResourceIdentity | undefined): boolean {
+  return r === undefined || (r.group === "" && r.resource === "secrets");
 }
 
 /** Whether a Secret's value at `path` (field names from the object's root) is secret: see {@link SECRET_MASK}. */
@@ -137,15 +148,21 @@ export function holdsSecret(path: readonly string[]): boolean {
 const MIN_SCRUBBED = 4;
 
 /**
- * `message` without the values of `sides` (the desired and the live object of one write) when one of them is a
- * Secret, unchanged otherwise: {@link redactValues} first, then every occurrence of one of their values replaced by
+ * `message` without the values of `sides` (the desired and the live object of one write) when they are Secrets
+ * (`resource`, the one the write goes to, by {@link isSecretResource}; not resolved counts as a Secret), unchanged
+ * otherwise: {@link redactValues} first, then every occurrence of one of their values replaced by
  * {@link REDACTED} — of `data`, as stored (base64) and decoded; of `stringData`, plain and in base64; of each
  * annotation, whole, and the `data` and `stringData` values of one that is a JSON object, as
  * `last-applied-configuration` is. For the messages of refused writes of Secrets, where an admission webhook's or
  * policy's own words (`messageExpression`) may quote what it refused. Values under 4 characters stay; a value the
  * server transformed (re-encoded, cut) before quoting it is beyond this.
  */
-export function scrubSecretValues(message: string, sides: readonly (KubeObject | undefined)[]): string {
+export function scrubSecretValues(
+  message: string,
+  sides: readonly (KubeObject | undefined)[],
+  resource: ResourceIdentity | undefined,
+): string {
+  if (!isSecretResource(resource)) return message;
   const values = new Set<string>();
   const add = (v: unknown, encoded: boolean) => {
     if (typeof v !== "string") return;
@@ -160,8 +177,6 @@ export function scrubSecretValues(message: string, sides: readonly (KubeObject |
     for (const v of Object.values(isObject(o.data) ? o.data : {})) add(v, true);
     for (const v of Object.values(isObject(o.stringData) ? o.stringData : {})) add(v, false);
   };
-  if (!sides.some(isSecret)) return message;
-  // The sides of one write: objects from lists carry no kind, so one Secret among them makes them all Secrets.
   for (const s of sides) {
     if (!s) continue;
     addObject(s);

@@ -68,7 +68,8 @@ export async function dryRun(
 
 /** The entry after the server refused its dry run with `err`: a recreate where forceRecreate allows it, else a fail. */
 export function rejected(e: PlanEntry, err: unknown): PlanEntry {
-  const why = scrubSecretValues(reasonOf(err), [e.desired, e.live]);
+  // Scrubbed by the resource the write goes to (an entry without one was never sent): not by how the item spells it.
+  const why = scrubSecretValues(reasonOf(err), [e.desired, e.live], e.resource);
   if (e.forceRecreate && isInvalid(err) && (e.action === "update" || e.action === "adopt")) {
     return { ...e, action: "recreate", reason: `update rejected (${why}); forceRecreate is set` };
   }

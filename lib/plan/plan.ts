@@ -232,12 +232,12 @@ async function planItem(
       if (adoption.kind === "held") {
         return { ...entry, action: "fail", reason: fail(new OwnedByOther(adoption.owner)).message, terminal: true };
       }
-      const changes = fieldDiff(desired, live);
+      const changes = fieldDiff(desired, live, resource);
       return { ...entry, action: "adopt", reason: "it exists without espejo's label", changes };
     }
     case "update": {
       if (plan.unexplained) serverAdds.set(keysOf(target).itemKey, extrasHash(desired, live!));
-      const changes = fieldDiff(desired, live!);
+      const changes = fieldDiff(desired, live!, resource);
       const noopByRules = explainedByDefaults(desired, live!) || undefined;
       const unexplained = plan.unexplained || undefined;
       return { ...entry, action: "update", reason: plan.reason, changes, unexplained, noopByRules };

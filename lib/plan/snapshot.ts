@@ -87,10 +87,13 @@ export async function takeSnapshot(client: KubeClient, o: SnapshotOptions): Prom
     if (!r.namespaced || objects.has(resourceKey(r))) continue;
     o.progress(`espejo plan: listing ${r.resource} (${++n} of ${kinds.size} kinds)`);
     const found = new Map<string, KubeObject>();
+    // Listed objects carry no apiVersion or kind: they are what was listed, as the resolver names it (not as the
+    // item that first named the resource spelled it); what the server did send stands.
+    const listed = { apiVersion: r.group ? `${r.group}/${r.version}` : r.version, kind: r.kind };
     const paths = wanted.size ? [...wanted].map((ns) => collectionPath(r, ns)) : [collectionPath(r)];
     for (const path of paths) {
       for (const obj of await listAll(client, path)) {
-        found.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, { apiVersion, kind, ...obj });
+        found.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, { ...listed, ...obj });
       }
     }
     objects.set(resourceKey(r), found);

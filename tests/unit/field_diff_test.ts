@@ -4,6 +4,10 @@ import type { KubeObject } from "../../lib/kube/objects.ts";
 import { fieldDiff, formatChange } from "../../lib/model/field_diff.ts";
 import { CREATED_ANNOTATION, HASH_ANNOTATION } from "../../lib/model/markers.ts";
 
+/** The resources espejo's resolver finds for a ConfigMap and a Secret item (lib/kube/discovery.ts). */
+const CONFIGMAPS = { group: "", resource: "configmaps" };
+const SECRETS = { group: "", resource: "secrets" };
+
 const cm = (data: Record<string, string>, annotations: Record<string, string> = {}): KubeObject => ({
   apiVersion: "v1",
   kind: "ConfigMap",
@@ -12,7 +16,7 @@ const cm = (data: Record<string, string>, annotations: Record<string, string> = 
 });
 
 Deno.test("fieldDiff: changed, added and removed leaves, one line each", () => {
-  const lines = fieldDiff(cm({ a: "2", b: "new" }), cm({ a: "1", c: "old" })).map(formatChange);
+  const lines = fieldDiff(cm({ a: "2", b: "new" }), cm({ a: "1", c: "old" }), CONFIGMAPS).map(formatChange);
   assert.deepEqual(lines, ['~ .data.a: "1" -> "2"', '+ .data.b: "new"', '- .data.c: "old"']);
 });
 
@@ -20,12 +24,16 @@ Deno.test("fieldDiff: server-owned metadata and espejo's hash and creation marke
   const observed = cm({ a: "1" }, { [HASH_ANNOTATION]: "old", [CREATED_ANNOTATION]: "espejo/cfg" });
   observed.metadata!.resourceVersion = "7";
   observed.metadata!.uid = "u";
-  assert.deepEqual(fieldDiff(cm({ a: "1" }, { [HASH_ANNOTATION]: "new" }), observed), []);
+  assert.deepEqual(fieldDiff(cm({ a: "1" }, { [HASH_ANNOTATION]: "new" }), observed, CONFIGMAPS), []);
 });
 
 Deno.test("fieldDiff: a Secret's values are never shown, only that they differ, as kubectl diff masks them", () => {
   const secret = (data: Record<string, string>): KubeObject => ({ ...cm({}), kind: "Secret", data });
-  const lines = fieldDiff(secret({ token: "czNjcjN0", added: "eA==" }), secret({ token: "b2xk", gone: "eQ==" }))
+  const lines = fieldDiff(
+    secret({ token: "czNjcjN0", added: "eA==" }),
+    secret({ token: "b2xk", gone: "eQ==" }),
+    SECRETS,
+  )
     .map(formatChange);
   assert.deepEqual(lines, [
     "~ .data.token: *** (before) -> *** (after)",
@@ -83,15 +91,27 @@ const WHOLE: [name: string, desired: KubeObject, observed: KubeObject, lines: st
     ["~ .data: *** (before) -> *** (after)"],
   ],
   [
-    "the kind named by the live object only",
+    "objects that name no kind, as lists return them",
     { metadata: { name: "s" } },
-    { apiVersion: "v1", kind: "Secret", metadata: { name: "s" }, data: { password: "aHVudGVyMg==" } },
+    { metadata: { name: "s" }, data: { password: "aHVudGVyMg==" } },
     ["- .data.password: ***"],
+  ],
+  [
+    "objects whose apiVersion is spelled /v1, which the resolver admits as core v1",
+    { apiVersion: "/v1", kind: "Secret", metadata: { name: "s" } },
+    { apiVersion: "/v1", kind: "Secret", metadata: { name: "s", annotations: { [LAST_APPLIED]: applied } } },
+    [`- .metadata.annotations.${LAST_APPLIED}: ***`],
+  ],
+  [
+    "objects that claim to be another kind",
+    { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "s" }, data: "hunter2" },
+    { apiVersion: "example.com/v1", kind: "NotASecret", metadata: { name: "s" }, data: { password: "aHVudGVyMg==" } },
+    ["~ .data: *** (before) -> *** (after)"],
   ],
 ];
 for (const [name, desired, observed, lines] of WHOLE) {
   Deno.test(`fieldDiff: a Secret's ${name}: key by key, values masked`, () => {
-    const got = fieldDiff(desired, observed).map(formatChange);
+    const got = fieldDiff(desired, observed, SECRETS).map(formatChange);
     assert.deepEqual(got, lines);
     assert.doesNotMatch(got.join("\n"), /hunter2|aHVudGVy/);
   });
@@ -105,7 +125,7 @@ Deno.test("fieldDiff: a Secret's type, labels and immutable are shown as for any
     type,
   });
   assert.deepEqual(
-    fieldDiff({ ...s("Opaque", { a: "1" }), immutable: true }, s("kubernetes.io/tls", {})).map(formatChange),
+    fieldDiff({ ...s("Opaque", { a: "1" }), immutable: true }, s("kubernetes.io/tls", {}), SECRETS).map(formatChange),
     [
       '~ .type: "kubernetes.io/tls" -> "Opaque"',
       "+ .immutable: true",
@@ -116,14 +136,28 @@ Deno.test("fieldDiff: a Secret's type, labels and immutable are shown as for any
 
 Deno.test("fieldDiff: a ConfigMap's data and annotations are shown (only Secrets are masked)", () => {
   assert.deepEqual(
-    fieldDiff({ ...cm({}, { x: "1" }), data: {} }, { ...cm({ a: "1" }), metadata: { name: "a", namespace: "n" } }).map(
-      formatChange,
-    ),
+    fieldDiff(
+      { ...cm({}, { x: "1" }), data: {} },
+      { ...cm({ a: "1" }), metadata: { name: "a", namespace: "n" } },
+      CONFIGMAPS,
+    ).map(formatChange),
     ['- .data.a: "1"', '+ .metadata.annotations: {"x":"1"}'],
   );
 });
 
 Deno.test("fieldDiff: long values are cut", () => {
-  const [change] = fieldDiff(cm({ a: "x".repeat(500) }), cm({ a: "y" }));
+  const [change] = fieldDiff(cm({ a: "x".repeat(500) }), cm({ a: "y" }), CONFIGMAPS);
   assert.ok(change.to!.length <= 60 && change.to!.endsWith("..."));
+});
+
+Deno.test("fieldDiff: the resource decides, not the objects' apiVersion or kind; not resolved masks (fails closed)", () => {
+  const secretLike = (data: Record<string, string>): KubeObject => ({ ...cm(data), kind: "Secret" });
+  const d = secretLike({ password: "bmV3" });
+  const o = secretLike({ password: "aHVudGVyMg==" });
+  const masked = ["~ .data.password: *** (before) -> *** (after)"];
+  assert.deepEqual(fieldDiff(d, o, SECRETS).map(formatChange), masked);
+  assert.deepEqual(fieldDiff(d, o, undefined).map(formatChange), masked);
+  assert.deepEqual(fieldDiff(cm({ a: "x" }), cm({ a: "y" }), undefined).map(formatChange), [
+    "~ .data.a: *** (before) -> *** (after)",
+  ]);
 });

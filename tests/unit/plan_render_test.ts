@@ -134,8 +134,9 @@ function secretPair(shape: Shape, d: string[], o: string[]) {
 /** The plan of one Secret to update and one whose dry run was refused, as text and as every string of the JSON. */
 function rendered(shape: Shape, d: string[], o: string[]): string[] {
   const { desired, live, said } = secretPair(shape, d, o);
-  const base = { ...entry("update"), kind: "Secret", name: "db", desired, live, uid: "u" };
-  const update: PlanEntry = { ...base, reason: ".data.password differs", changes: fieldDiff(desired, live) };
+  const resource = { group: "", version: "v1", resource: "secrets", kind: "Secret", namespaced: true, verbs: [] };
+  const base = { ...entry("update"), kind: "Secret", name: "db", resource, desired, live, uid: "u" };
+  const update: PlanEntry = { ...base, reason: ".data.password differs", changes: fieldDiff(desired, live, resource) };
   const refused = rejected(base, new ApiError(422, "Invalid", said));
   const r = report([update, refused]);
   const strings: string[] = [];

@@ -3,8 +3,8 @@ import fc from "fast-check";
 import { encodeBase64, type KubeObject } from "../../lib/kube/objects.ts";
 import {
   holdsSecret,
-  isSecret,
   isSecretPath,
+  isSecretResource,
   REDACTED,
   redactValues,
   scrubSecretValues,
@@ -277,6 +277,10 @@ Deno.test("redactValues leaves a message without a value marker unchanged", () =
   }));
 });
 
+/** The resources espejo's resolver finds for a Secret and a ConfigMap item (lib/kube/discovery.ts). */
+const SECRETS = { group: "", resource: "secrets" };
+const CONFIGMAPS = { group: "", resource: "configmaps" };
+
 const secretObject = (data: Record<string, string>, annotations?: Record<string, string>): KubeObject => ({
   apiVersion: "v1",
   kind: "Secret",
@@ -297,7 +301,7 @@ Deno.test("scrubSecretValues removes a Secret's values, base64 and plain, from a
     `admission webhook "v.example.com" denied the request: hunter2-new (${encodeBase64("hunter2-new")}) ` +
     `may not replace hunter2-old, and tok-from-apply is ${encodeBase64("tok-from-apply")}`;
   assert.equal(
-    scrubSecretValues(message, [desired, live]),
+    scrubSecretValues(message, [desired, live], SECRETS),
     `admission webhook "v.example.com" denied the request: ${R} (${R}) may not replace ${R}, and ${R} is ${R}`,
   );
 });
@@ -305,9 +309,9 @@ Deno.test("scrubSecretValues removes a Secret's values, base64 and plain, from a
 Deno.test("scrubSecretValues leaves the messages of other kinds unchanged, and redacts field errors of Secrets", () => {
   const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { a: "value-a" } };
   const m = `ConfigMap "c" is invalid: data[a]: Invalid value: "value-a": bad`;
-  assert.equal(scrubSecretValues(m, [cm]), m);
+  assert.equal(scrubSecretValues(m, [cm], CONFIGMAPS), m);
   assert.equal(
-    scrubSecretValues(`Secret "db" is invalid: data[a b]: Invalid value: "a b": bad`, [secretObject({})]),
+    scrubSecretValues(`Secret "db" is invalid: data[a b]: Invalid value: "a b": bad`, [secretObject({})], SECRETS),
     `Secret "db" is invalid: data[a b]: Invalid value: ${R}: bad`,
   );
 });
@@ -318,7 +322,7 @@ Deno.test("scrubSecretValues: no value of 4 characters or more is left in any te
     .filter((v) => !/[[\]]/.test(v) && !R.includes(v));
   fc.assert(fc.property(value, fc.string(), fc.string(), (v, before, after) => {
     const secret = secretObject({ k: encodeBase64(v) });
-    const out = scrubSecretValues(`${before}${v}${after} ${encodeBase64(v)}`, [secret]);
+    const out = scrubSecretValues(`${before}${v}${after} ${encodeBase64(v)}`, [secret], SECRETS);
     assert.ok(!out.includes(v), out);
     assert.ok(!out.includes(encodeBase64(v)), out);
   }));
@@ -343,9 +347,23 @@ for (const [path, secret, holds] of SECRET_PATHS) {
   });
 }
 
-Deno.test("isSecret is decided by the kind: core v1 Secret only", () => {
-  assert.equal(isSecret({ apiVersion: "v1", kind: "Secret" }), true);
-  assert.equal(isSecret({ apiVersion: "v1", kind: "ConfigMap" }), false);
-  assert.equal(isSecret({ apiVersion: "example.com/v1", kind: "Secret" }), false);
-  assert.equal(isSecret(undefined), false);
+Deno.test("isSecretResource is decided by the resolved resource: the core group's secrets, or none resolved", () => {
+  assert.equal(isSecretResource(SECRETS), true);
+  assert.equal(isSecretResource(CONFIGMAPS), false);
+  assert.equal(isSecretResource({ group: "example.com", resource: "secrets" }), false);
+  assert.equal(isSecretResource(undefined), true);
+});
+
+Deno.test("scrubSecretValues keys on the resource the write goes to, not on the objects' apiVersion or kind", () => {
+  const value = "hunter2-in-a-list";
+  // As listed (no kind), and as an item spells the core group (`/v1`): a Secret because of where it is written.
+  const listed: KubeObject = { metadata: { name: "db" }, data: { k: encodeBase64(value) } };
+  const slashed: KubeObject = { ...secretObject({ k: encodeBase64(value) }), apiVersion: "/v1" };
+  const message = `denied: ${value} is ${encodeBase64(value)}`;
+  for (const sides of [[listed], [slashed], [slashed, listed]]) {
+    assert.equal(scrubSecretValues(message, sides, SECRETS), `denied: ${R} is ${R}`);
+    assert.equal(scrubSecretValues(message, sides, undefined), `denied: ${R} is ${R}`);
+  }
+  // A ConfigMap's values are its user's to read, whatever its objects claim to be.
+  assert.equal(scrubSecretValues(message, [secretObject({ k: encodeBase64(value) })], CONFIGMAPS), message);
 });
