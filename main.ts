@@ -131,11 +131,18 @@ async function main(): Promise<number> {
   });
 
   const servers: Deno.HttpServer[] = [];
+  let reviewClient: HttpKubeClient | undefined;
   if (config.metricsAddr) {
     let secure;
     if (config.metricsSecure) {
       try {
-        secure = { tls: await servingCert(config.metricsCertPath), auth: new MetricsAuth(client) };
+        // Token reviews go through a client of their own, paced by MetricsAuth's budget, not the sync client's limiter.
+        reviewClient = new HttpKubeClient({
+          ...clientOptions,
+          userAgent: `espejo/${VERSION}`,
+          onResponse: metrics.observeResponse,
+        });
+        secure = { tls: await servingCert(config.metricsCertPath), auth: new MetricsAuth(reviewClient) };
       } catch (e) {
         log.fatal("Cannot serve metrics over HTTPS: {error}", { error: (e as Error).message });
         return 1;
@@ -158,6 +165,7 @@ async function main(): Promise<number> {
   // Idle keep-alive connections of scrapers can hold a graceful server shutdown open; do not wait for them long.
   await Promise.race([Promise.all(servers.map((s) => s.finished)), new Promise((r) => setTimeout(r, 1000))]);
   client.close();
+  reviewClient?.close();
   log.info("Stopped");
   return 0;
 }

@@ -1,7 +1,8 @@
 /** The metrics and probe endpoints. */
 import type { ListenAddr } from "./config.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { MetricsAuth } from "./metrics_auth.ts";
+import { MAX_AUTHORIZATION_BYTES, type MetricsAuth } from "./metrics_auth.ts";
+import { RETRY_AFTER_SECONDS } from "./review_budget.ts";
 import type { ServingCert } from "./self_signed.ts";
 
 export interface Probes {
@@ -37,18 +38,53 @@ export interface SecureMetrics {
   auth: Pick<MetricsAuth, "check">;
 }
 
+/**
+ * Requests the metrics server handles at once; more are answered 503 at once. Scrapers are a few; anything beyond
+ * is someone else, and each request held costs memory.
+ */
+export const MAX_METRICS_REQUESTS = 64;
+
+/**
+ * Serves /metrics. With `secure`, over HTTPS to authorized scrapers only: a request is checked (and may wait) only
+ * within {@link MAX_METRICS_REQUESTS} at once, an Authorization header longer than
+ * {@link MAX_AUTHORIZATION_BYTES} is answered 431 unreviewed, and a check is aborted when its client goes away.
+ * Refusals for want of budget carry `Retry-After`.
+ */
 export function serveMetrics(
   addr: ListenAddr,
   metrics: Metrics,
   signal: AbortSignal,
   secure?: SecureMetrics,
 ): Deno.HttpServer {
+  let handling = 0;
   return serve(addr, signal, async (req) => {
     const path = new URL(req.url).pathname;
     if (path !== "/metrics") return new Response("not found\n", { status: 404 });
     if (secure) {
-      const verdict = await secure.auth.check(req.headers.get("authorization"), path);
-      if (!verdict.ok) return new Response(`${verdict.reason}\n`, { status: verdict.status });
+      const authorization = req.headers.get("authorization");
+      if ((authorization?.length ?? 0) > MAX_AUTHORIZATION_BYTES) {
+        return new Response(
+          `Request Header Fields Too Large: the Authorization header is longer than ${MAX_AUTHORIZATION_BYTES} bytes\n`,
+          { status: 431 },
+        );
+      }
+      if (handling >= MAX_METRICS_REQUESTS) {
+        return new Response("Service Unavailable: too many requests at once\n", {
+          status: 503,
+          headers: { "retry-after": String(RETRY_AFTER_SECONDS) },
+        });
+      }
+      handling++;
+      let verdict;
+      try {
+        verdict = await secure.auth.check(authorization, path, req.signal);
+      } finally {
+        handling--;
+      }
+      if (!verdict.ok) {
+        const retry = "retryAfterSeconds" in verdict ? { "retry-after": String(verdict.retryAfterSeconds) } : undefined;
+        return new Response(`${verdict.reason}\n`, { status: verdict.status, headers: retry });
+      }
     }
     return new Response(metrics.registry.metrics(), {
       headers: { "content-type": metrics.registry.contentType },

@@ -6,21 +6,62 @@
  * (deploy/rbac/metrics_reader_role.yaml), and espejo needs `create` on both reviews
  * (deploy/rbac/metrics_auth_role.yaml).
  *
- * Verdicts are cached by token for a while, as the delegating authenticator and authorizer cache theirs, so that
- * a scrape every 15 s costs the API server two reviews a minute per scraper at most, not two per scrape; a flood
- * of unknown tokens costs at most {@link MAX_CACHED} entries of memory.
+ * Whoever reaches the port chooses the tokens, so what checking them costs is bounded whatever they send:
+ * - Verdicts are cached as the delegating authenticator and authorizer that controller-runtime configures cache
+ *   theirs: a token's authentication, valid or not, for 1 minute (`CacheTTL`, errors not cached), keyed by an HMAC
+ *   with a key made at start (as apiserver's token cache); an authorization for 5 minutes when allowed, 30 seconds when
+ *   denied (`AllowCacheTTL`, `DenyCacheTTL`). Each cache holds at most {@link MAX_CACHED} entries, least recently used
+ *   out first. An entry is made only by a review, and reviews are paced (below), so under any flood fewer entries are
+ *   alive than the bound: a flood never pushes a scraper's verdict out.
+ * - Reviews go through a budget of their own (lib/app/review_budget.ts): {@link BUDGET}'s reviews a second, checks in
+ *   flight and checks waiting; past it a scrape is refused at once with 429 and `Retry-After`, and nothing about its
+ *   token is cached (nothing was learned). Tokens allowed within {@link KNOWN_MS} go before unknown ones. The reviews
+ *   are sent by a client of their own, never through the sync client's rate limiter.
+ * - Concurrent scrapes with one token share one check; a check whose clients all went away is aborted, and none takes
+ *   longer than {@link CHECK_TIMEOUT_MS} (controller-runtime's `TokenAccessReviewTimeout`), waiting included.
+ * - A token longer than {@link MAX_AUTHORIZATION_BYTES} is refused without a review.
  */
+import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { ApiError } from "../kube/errors.ts";
+import { OverBudget, RETRY_AFTER_SECONDS, ReviewBudget, type ReviewBudgetOptions } from "./review_budget.ts";
+import { TtlCache } from "./ttl_cache.ts";
 
-/** How long a verdict stands: controller-runtime's defaults (authenticated 2 min; authorized 5 min, denied 30 s). */
-const ALLOWED_MS = 2 * 60_000;
-const DENIED_MS = 30_000;
-const MAX_CACHED = 1000;
+const log = getLogger(["espejo", "metrics"]);
+
+/** controller-runtime's `CacheTTL`: a token's authentication, valid or not, stands this long. */
+export const AUTHENTICATION_MS = 60_000;
+/** controller-runtime's `AllowCacheTTL` and `DenyCacheTTL`. */
+export const ALLOWED_MS = 5 * 60_000;
+export const DENIED_MS = 30_000;
+/** Entries per cache. Reviews make entries at most {@link BUDGET}.qps a second: 300 a minute, well below. */
+export const MAX_CACHED = 1024;
+/** A token allowed within this long goes before unknown tokens when its verdict must be renewed. */
+export const KNOWN_MS = 15 * 60_000;
+const MAX_KNOWN = 256;
+/** controller-runtime's `TokenAccessReviewTimeout`; here for the whole check, waiting for the budget included. */
+export const CHECK_TIMEOUT_MS = 10_000;
+/** Longer Authorization headers are refused unreviewed (a ServiceAccount token is 1-2 KB; 4 KB is fine). */
+export const MAX_AUTHORIZATION_BYTES = 8192;
+/**
+ * The reviews' own budget: 5 a second (a scraper costs one a minute), 4 checks in flight and 8 waiting (a check makes
+ * at most two reviews, so a waiting check has its verdict within about 5 s).
+ */
+export const BUDGET: Omit<ReviewBudgetOptions, "now"> = { qps: 5, burst: 10, maxInFlight: 4, maxWaiting: 8 };
+/** Refusals are logged at most this often. */
+const LOG_EVERY_MS = 60_000;
 
 export type Verdict =
   | { ok: true; user: string }
-  | { ok: false; status: 401 | 403 | 500; reason: string };
+  | { ok: false; status: 401 | 403 | 500; reason: string }
+  | { ok: false; status: 429 | 503; reason: string; retryAfterSeconds: number };
+
+interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
 
 interface TokenReviewStatus {
   authenticated?: boolean;
@@ -28,72 +69,256 @@ interface TokenReviewStatus {
   error?: string;
 }
 
+/** A token's authentication: the user, or why not. */
+type Authentication = { user: UserInfo } | { refused: string };
+type Authorization = { allowed: true } | { allowed: false; reason?: string };
+
+export interface MetricsAuthOptions {
+  /** Wall-clock milliseconds, for the caches. */
+  now?: () => number;
+  /** Monotonic milliseconds, for the budget's bucket. */
+  monotonic?: () => number;
+  budget?: Omit<ReviewBudgetOptions, "now">;
+}
+
+const NEVER = new AbortController().signal;
+
 export class MetricsAuth {
-  readonly #cache = new Map<string, { verdict: Verdict; until: number }>();
+  readonly #authentications: TtlCache<Authentication>;
+  readonly #authorizations: TtlCache<Authorization>;
+  /** Digests of tokens allowed lately: they go first when their verdict must be renewed. */
+  readonly #known: TtlCache<true>;
+  readonly #flights = new Map<string, Flight>();
+  readonly #budget: ReviewBudget;
+  readonly #key: Promise<CryptoKey>;
+  readonly #now: () => number;
+  #refusedSinceLog = 0;
+  #lastLog = -Infinity;
 
-  constructor(private readonly client: KubeClient, private readonly now: () => number = Date.now) {}
+  /** `client` sends the reviews: give it one of its own, so that they never wait for (or delay) the syncs. */
+  constructor(private readonly client: KubeClient, opts: MetricsAuthOptions = {}) {
+    this.#now = opts.now ?? Date.now;
+    this.#authentications = new TtlCache(MAX_CACHED, this.#now);
+    this.#authorizations = new TtlCache(MAX_CACHED, this.#now);
+    this.#known = new TtlCache(MAX_KNOWN, this.#now);
+    this.#budget = new ReviewBudget({ ...(opts.budget ?? BUDGET), now: opts.monotonic });
+    this.#key = crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, false, ["sign"]) as Promise<CryptoKey>;
+  }
 
-  /** The verdict on a request for `path` with this Authorization header. */
-  async check(authorization: string | null, path: string): Promise<Verdict> {
+  /** Scrapes refused because the budget was spent, since the start. */
+  get refused(): number {
+    return this.#budget.refused;
+  }
+
+  /** Checks holding a slot of the budget and waiting for one, now. */
+  get pending(): { inFlight: number; waiting: number } {
+    return { inFlight: this.#budget.inFlight, waiting: this.#budget.waiting };
+  }
+
+  /**
+   * The verdict on a request for `path` with this Authorization header. `signal` is the request's: when every client
+   * waiting for a check has gone away, the check is aborted (its review, or its place in the budget's line).
+   */
+  async check(authorization: string | null, path: string, signal: AbortSignal = NEVER): Promise<Verdict> {
+    if ((authorization?.length ?? 0) > MAX_AUTHORIZATION_BYTES) {
+      return {
+        ok: false,
+        status: 401,
+        reason: `Unauthorized: the token is longer than ${MAX_AUTHORIZATION_BYTES} bytes`,
+      };
+    }
     const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1];
     if (!token) return { ok: false, status: 401, reason: "Unauthorized: a bearer token is needed" };
-    const key = `${await digest(token)} ${path}`;
-    const cached = this.#cache.get(key);
-    if (cached && cached.until > this.now()) return cached.verdict;
-    const verdict = await this.#review(token, path);
-    if (verdict.ok || verdict.status !== 500) {
-      if (this.#cache.size >= MAX_CACHED) this.#cache.delete(this.#cache.keys().next().value!);
-      this.#cache.set(key, { verdict, until: this.now() + (verdict.ok ? ALLOWED_MS : DENIED_MS) });
-    }
+    const digest = await this.#digest(token);
+    const verdict = this.#fromCaches(digest, path) ?? await this.#flight(token, digest, path, signal);
+    if (verdict.ok) this.#known.set(digest, true, KNOWN_MS);
+    else if (verdict.status === 429) this.#noteRefusal();
     return verdict;
   }
 
-  async #review(token: string, path: string): Promise<Verdict> {
+  /** The verdict the caches hold, if they hold one. */
+  #fromCaches(digest: string, path: string): Verdict | undefined {
+    const authn = this.#authentications.get(digest);
+    if (!authn) return undefined;
+    if ("refused" in authn) return { ok: false, status: 401, reason: authn.refused };
+    const authz = this.#authorizations.get(accessKey(authn.user, path));
+    return authz && verdictOf(authn.user, path, authz);
+  }
+
+  /** Joins the check under way for this token and path, or starts one. */
+  #flight(token: string, digest: string, path: string, signal: AbortSignal): Promise<Verdict> {
+    const key = `${digest} ${path}`;
+    let flight = this.#flights.get(key);
+    if (!flight) {
+      if (signal.aborted) return Promise.resolve(GONE);
+      const known = this.#known.get(digest) !== undefined;
+      const started = new Flight((s) => this.#review(token, digest, path, known, s));
+      this.#flights.set(key, started);
+      started.result.finally(() => this.#flights.delete(key));
+      flight = started;
+    }
+    return flight.join(signal);
+  }
+
+  /** Reviews what the caches lack, under the budget. Never rejects: every failure is a verdict. */
+  async #review(token: string, digest: string, path: string, known: boolean, signal: AbortSignal): Promise<Verdict> {
     try {
-      const review = await this.client.request<{ status?: TokenReviewStatus }>({
-        method: "POST",
-        path: "/apis/authentication.k8s.io/v1/tokenreviews",
-        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } },
-        urgent: true,
+      return await this.#budget.run(known, signal, async (pace) => {
+        let authn = this.#authentications.get(digest);
+        if (!authn) {
+          await pace();
+          authn = await this.#tokenReview(token, signal);
+          this.#authentications.set(digest, authn, AUTHENTICATION_MS);
+        }
+        if ("refused" in authn) return { ok: false, status: 401, reason: authn.refused };
+        const key = accessKey(authn.user, path);
+        let authz = this.#authorizations.get(key);
+        if (!authz) {
+          await pace();
+          authz = await this.#accessReview(authn.user, path, signal);
+          this.#authorizations.set(key, authz, authz.allowed ? ALLOWED_MS : DENIED_MS);
+        }
+        return verdictOf(authn.user, path, authz);
       });
-      const user = review.status?.user;
-      if (!review.status?.authenticated || !user?.username) {
-        return { ok: false, status: 401, reason: `Unauthorized: ${review.status?.error || "the token is not valid"}` };
-      }
-      const access = await this.client.request<{ status?: { allowed?: boolean; reason?: string } }>({
-        method: "POST",
-        path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-        body: {
-          apiVersion: "authorization.k8s.io/v1",
-          kind: "SubjectAccessReview",
-          spec: {
-            user: user.username,
-            uid: user.uid,
-            groups: user.groups,
-            extra: user.extra,
-            nonResourceAttributes: { path, verb: "get" },
-          },
-        },
-        urgent: true,
-      });
-      if (!access.status?.allowed) {
+    } catch (e) {
+      if (e instanceof OverBudget) {
         return {
           ok: false,
-          status: 403,
-          reason: `Forbidden: user "${user.username}" cannot get path "${path}"` +
-            (access.status?.reason ? `: ${access.status.reason}` : ""),
+          status: 429,
+          reason: "Too Many Requests: too many token reviews are waiting; try again later",
+          retryAfterSeconds: e.retryAfterSeconds,
         };
       }
-      return { ok: true, user: user.username };
-    } catch (e) {
+      if (signal.aborted) {
+        const why = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError"
+          ? `no verdict within ${CHECK_TIMEOUT_MS / 1000}s`
+          : "the client went away";
+        return {
+          ok: false,
+          status: 503,
+          reason: `Service Unavailable: ${why}`,
+          retryAfterSeconds: RETRY_AFTER_SECONDS,
+        };
+      }
       // espejo itself may not review (its ClusterRole lacks the rights) or cannot reach the API server: say so.
       const why = e instanceof ApiError ? `${e.code} ${e.reason}: ${e.message}` : (e as Error).message;
       return { ok: false, status: 500, reason: `Internal Server Error: cannot review the request: ${why}` };
     }
   }
+
+  async #tokenReview(token: string, signal: AbortSignal): Promise<Authentication> {
+    const review = await this.client.request<{ status?: TokenReviewStatus }>({
+      method: "POST",
+      path: "/apis/authentication.k8s.io/v1/tokenreviews",
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } },
+      signal,
+      timeoutMs: CHECK_TIMEOUT_MS,
+    });
+    const user = review.status?.user;
+    if (!review.status?.authenticated || !user?.username) {
+      return { refused: `Unauthorized: ${review.status?.error || "the token is not valid"}` };
+    }
+    return { user: { username: user.username, uid: user.uid, groups: user.groups, extra: user.extra } };
+  }
+
+  async #accessReview(user: UserInfo, path: string, signal: AbortSignal): Promise<Authorization> {
+    const access = await this.client.request<{ status?: { allowed?: boolean; reason?: string } }>({
+      method: "POST",
+      path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      body: {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: user.username,
+          uid: user.uid,
+          groups: user.groups,
+          extra: user.extra,
+          nonResourceAttributes: { path, verb: "get" },
+        },
+      },
+      signal,
+      timeoutMs: CHECK_TIMEOUT_MS,
+    });
+    return access.status?.allowed ? { allowed: true } : { allowed: false, reason: access.status?.reason };
+  }
+
+  async #digest(token: string): Promise<string> {
+    const mac = await crypto.subtle.sign("HMAC", await this.#key, new TextEncoder().encode(token));
+    return btoa(String.fromCharCode(...new Uint8Array(mac)));
+  }
+
+  #noteRefusal(): void {
+    this.#refusedSinceLog++;
+    const now = this.#now();
+    if (now - this.#lastLog < LOG_EVERY_MS) return;
+    log.warn(
+      "Metrics scrapes refused with 429: {count} since the last report; the token reviews' budget ({qps} a second, " +
+        "{inFlight} at once, {waiting} waiting) was spent, perhaps by someone sending unknown tokens to the metrics port",
+      {
+        count: this.#refusedSinceLog,
+        qps: this.#budget.opts.qps,
+        inFlight: this.#budget.opts.maxInFlight,
+        waiting: this.#budget.opts.maxWaiting,
+      },
+    );
+    this.#refusedSinceLog = 0;
+    this.#lastLog = now;
+  }
 }
 
-async function digest(token: string): Promise<string> {
-  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
-  return btoa(String.fromCharCode(...hash));
+function verdictOf(user: UserInfo, path: string, authz: Authorization): Verdict {
+  if (authz.allowed) return { ok: true, user: user.username };
+  return {
+    ok: false,
+    status: 403,
+    reason: `Forbidden: user "${user.username}" cannot get path "${path}"` + (authz.reason ? `: ${authz.reason}` : ""),
+  };
 }
+
+/** The authorizer's cache key: everything the SubjectAccessReview is asked about. */
+function accessKey(user: UserInfo, path: string): string {
+  return JSON.stringify([user.username, user.uid ?? "", user.groups ?? [], user.extra ?? {}, path]);
+}
+
+/**
+ * One check shared by the requests that wait for it. Its signal aborts when every one of them has gone away, or after
+ * {@link CHECK_TIMEOUT_MS}.
+ */
+class Flight {
+  readonly #stop = new AbortController();
+  #waiting = 0;
+  readonly result: Promise<Verdict>;
+
+  constructor(run: (signal: AbortSignal) => Promise<Verdict>) {
+    const timer = setTimeout(
+      () => this.#stop.abort(new DOMException(`no verdict within ${CHECK_TIMEOUT_MS} ms`, "TimeoutError")),
+      CHECK_TIMEOUT_MS,
+    );
+    this.result = run(this.#stop.signal).finally(() => clearTimeout(timer));
+  }
+
+  /** The verdict, or {@link GONE} as soon as `signal` aborts (nobody reads it then). */
+  join(signal: AbortSignal): Promise<Verdict> {
+    if (signal.aborted) return Promise.resolve(GONE);
+    this.#waiting++;
+    return new Promise<Verdict>((resolve) => {
+      const gone = () => {
+        if (--this.#waiting === 0) this.#stop.abort(signal.reason);
+        resolve(GONE);
+      };
+      signal.addEventListener("abort", gone, { once: true });
+      this.result.then((v) => {
+        signal.removeEventListener("abort", gone);
+        resolve(v);
+      });
+    });
+  }
+}
+
+/** The verdict for a client that went away before it had one. */
+const GONE: Verdict = {
+  ok: false,
+  status: 503,
+  reason: "Service Unavailable: the client went away",
+  retryAfterSeconds: RETRY_AFTER_SECONDS,
+};
