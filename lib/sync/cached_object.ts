@@ -3,6 +3,7 @@
  * value here comes from the object, which a tenant may write: markers are hints, strings are bounded, and objects
  * no item names keep their identity only.
  */
+import { jsonText } from "../kube/canonical_json.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { CREATED_ANNOTATION, FIELD_MANAGER, HASH_ANNOTATION, OWNER_ANNOTATION } from "../model/markers.ts";
 import { InternTable } from "./intern_table.ts";
@@ -27,8 +28,16 @@ export interface CachedObject {
   createdBy?: string;
   /** The field manager of the newest managedFields entry, for logs about fights (a hint too). */
   manager?: string;
-  /** The live ownerReferences, which our writes keep (as the Go espejo does); absent when there are none. */
-  ownerReferences?: unknown[];
+  /**
+   * The live ownerReferences as JSON text, which our writes keep (as the Go espejo does); absent when there are none
+   * or when they are longer than {@link MAX_KEPT_REFERENCES} ({@link referencesUnkept}).
+   */
+  ownerReferences?: string;
+  /**
+   * Set when the object has more ownerReferences than are kept: a tenant may add thousands (about 1 MiB), so they are
+   * read again (one GET, when it is written) rather than kept, on every path an object arrives by.
+   */
+  referencesUnkept?: true;
   /** The object as JSON; undefined once judged, and never kept for an object no item names. */
   json?: string;
   /**
@@ -69,10 +78,11 @@ export interface ExistingObject {
 export const MAX_KEPT_CONTENT = 64 * 1024;
 
 /**
- * The largest ownerReferences (as JSON) an entry from a list or watch keeps; an object with more is kept without
- * content and read when it is judged. One reference is about 200 characters.
+ * The largest ownerReferences (as JSON) an entry keeps, whether it came from a list, a watch, a write's reply or a
+ * GET: an object with more keeps none ({@link CachedObject.referencesUnkept}) and its update reads them again. One
+ * reference is about 200 characters; objects owned by a controller have one or two.
  */
-export const MAX_KEPT_REFERENCES = 4 * 1024;
+export const MAX_KEPT_REFERENCES = 1024;
 
 /** Longest marker values kept; anything longer cannot be ours (hashes are 24 characters, keys 317 at most). */
 const MAX_HASH = 64;
@@ -127,19 +137,24 @@ export function decodeManaged(
     entry.contentless = true;
     return entry;
   }
-  const content = { ...raw, metadata };
-  const refs = metadata.ownerReferences;
-  const referenced = Array.isArray(refs) && refs.length > 0;
-  // The ownerReferences outlive the verdict (espejo's writes keep them), and a tenant can add any number.
-  if (streamed && referenced && JSON.stringify(refs).length > MAX_KEPT_REFERENCES) return unread(entry);
-  if (judge?.(entry, content)) {
-    if (referenced) entry.ownerReferences = refs;
-    return entry;
-  }
-  const json = JSON.stringify(content);
-  if (streamed && json.length > MAX_KEPT_CONTENT) return unread(entry);
-  if (referenced) entry.ownerReferences = refs;
+  // The ownerReferences outlive the verdict (espejo's writes keep them), and a tenant can add any number: kept apart
+  // from the content, which no comparison reads them from (SERVER_OWNED_METADATA), and only up to a bound.
+  const { ownerReferences: refs, ...rest } = metadata;
+  const content = { ...raw, metadata: rest };
+  const references = Array.isArray(refs) && refs.length > 0 ? JSON.stringify(refs) : undefined;
+  if (judge?.(entry, content)) return withReferences(entry, references);
+  // A tenant may nest it 10,000 levels deep, past what JSON.stringify takes (lib/kube/json_depth.ts).
+  const json = jsonText(content);
+  if (streamed && json.length > MAX_KEPT_CONTENT) return unread(withReferences(entry, references));
   entry.json = json;
+  return withReferences(entry, references);
+}
+
+/** `entry` with the object's ownerReferences (JSON), or marked as having more than are kept. */
+function withReferences(entry: CachedObject, references: string | undefined): CachedObject {
+  if (references === undefined) return entry;
+  if (references.length <= MAX_KEPT_REFERENCES) entry.ownerReferences = references;
+  else entry.referencesUnkept = true;
   return entry;
 }
 

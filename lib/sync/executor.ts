@@ -83,7 +83,11 @@ export class Executor {
       if (!(await ready(cache))) return fail(new Error(cacheProblem(resource, cache.lastError)));
       let observed = cache.get(`${ref.namespace}/${desired.metadata!.name}`);
       // Kept without content while no item named it (anyone can label their objects): read it once now.
-      if (observed?.contentless) observed = await this.#read(cache, objectPath(resource, ref.namespace, name));
+      if (observed?.contentless) {
+        const read = () => this.#read(cache, objectPath(resource, ref.namespace, name));
+        // A large one holds MiBs while it is read and judged: one at a time (the applier's gate).
+        observed = await (observed.large ? this.#applier.large.run(read) : read());
+      }
       target = { ...ref, item, resource, desired, hash, observed };
       // Judged below after an await or two (the read, what the server adds): packed then, not at its next get.
       settled = () => cache.settled(`${ref.namespace}/${desired.metadata!.name}`, target.observed);

@@ -2,7 +2,8 @@
  * A settled {@link CachedObject} as one string, for the cache's store (lib/kube/store.ts): at 100,000 cached objects
  * the object with its five strings (uid, version, hashes) costs about 400 bytes, the string a third of that.
  *
- * Settled means that its content was dropped (it was judged, or no item names it) and it carries no ownerReferences.
+ * Settled means that its content was dropped (it was judged, or no item names it); its ownerReferences, bounded
+ * (cached_object.ts), are kept as their JSON text.
  * An out-of-sync record is packed too: after a restart every object whose only differences are fields the server
  * adds (a NetworkPolicy's policyTypes) holds one until its unit decides it, 30,000 of them at 5,000 namespaces. A
  * unit that decides it puts the entry back (ObjectStore.settled). An entry with a value the string cannot hold (a
@@ -27,6 +28,9 @@ const RECORD_RESTORE = 256;
 const RECORD_EXTRAS = 512;
 /** The record's reason is a path followed by {@link NOT_SET_BY_ITEM}, which is left out. */
 const RECORD_NOT_SET = 1024;
+/** The entry's ownerReferences (JSON, which has no newline) are the last field. */
+const HAS_REFERENCES = 2048;
+const REFERENCES_UNKEPT = 4096;
 
 /**
  * A marker as its number in the intern table ("" for none), or else as itself after `=` (JSON after `~` when it
@@ -48,7 +52,7 @@ function markerAt(ref: string): string | undefined {
 
 export const packedObjects: Packing<CachedObject> = {
   pack(o: CachedObject): string | undefined {
-    if (o.json !== undefined || o.ownerReferences !== undefined) return undefined;
+    if (o.json !== undefined) return undefined;
     const owner = markerRef(o.owner);
     const createdBy = markerRef(o.createdBy);
     const manager = markerRef(o.manager);
@@ -60,22 +64,25 @@ export const packedObjects: Packing<CachedObject> = {
     const notSet = rec?.reason.endsWith(NOT_SET_BY_ITEM) === true;
     const reason = rec ? (notSet ? rec.reason.slice(0, -NOT_SET_BY_ITEM.length) : rec.reason) : "";
     const fields = [hash, baseFor, base?.content ?? "", recFor, reason, rec?.content ?? "", rec?.extras ?? ""];
+    if (o.ownerReferences !== undefined) fields.push(o.ownerReferences);
     if (fields.some((f) => f.includes(SEP))) return undefined;
     const flags = (o.inSync ? IN_SYNC : 0) | (o.contentless ? CONTENTLESS : 0) | (o.large ? LARGE : 0) |
       (o.desiredHash !== undefined ? HAS_HASH : 0) | (base ? HAS_BASELINE : 0) |
       (base && base.desiredHash === o.desiredHash ? BASELINE_FOR_OWN_HASH : 0) |
       (rec ? OUT_OF_SYNC : 0) | (rec && rec.desiredHash === o.desiredHash ? RECORD_FOR_OWN_HASH : 0) |
       (rec?.restore ? RECORD_RESTORE : 0) | (rec?.extras !== undefined ? RECORD_EXTRAS : 0) |
-      (notSet ? RECORD_NOT_SET : 0);
+      (notSet ? RECORD_NOT_SET : 0) | (o.ownerReferences !== undefined ? HAS_REFERENCES : 0) |
+      (o.referencesUnkept ? REFERENCES_UNKEPT : 0);
     const head = [flags.toString(36), hash, owner, createdBy, manager, baseFor, base?.content ?? ""];
     // Entries in sync (nearly all) end after the baseline.
-    return (rec ? [...head, recFor, reason, rec.content, rec.extras ?? ""] : head).join(SEP);
+    const packed = rec ? [...head, recFor, reason, rec.content, rec.extras ?? ""] : head;
+    if (o.ownerReferences !== undefined) packed.push(o.ownerReferences);
+    return packed.join(SEP);
   },
 
   unpack(packed: string, resourceVersion: string, uid: string): CachedObject {
-    const [f, hash, owner, createdBy, manager, baseFor, content, recFor, reason, recContent, extras] = packed.split(
-      SEP,
-    );
+    const parts = packed.split(SEP);
+    const [f, hash, owner, createdBy, manager, baseFor, content, recFor, reason, recContent, extras] = parts;
     const flags = parseInt(f, 36);
     const o: CachedObject = {
       resourceVersion,
@@ -91,6 +98,8 @@ export const packedObjects: Packing<CachedObject> = {
     if (flags & CONTENTLESS) o.contentless = true;
     if (flags & LARGE) o.large = true;
     if (flags & IN_SYNC) o.inSync = true;
+    if (flags & HAS_REFERENCES) o.ownerReferences = parts[parts.length - 1];
+    if (flags & REFERENCES_UNKEPT) o.referencesUnkept = true;
     if (flags & OUT_OF_SYNC) {
       o.outOfSync = {
         desiredHash: flags & RECORD_FOR_OWN_HASH ? o.desiredHash! : recFor,

@@ -36,6 +36,8 @@ export interface LiveParts {
   /** The live uid: a replace deletes this object only. */
   uid?: string;
   ownerReferences?: unknown[];
+  /** The object has more ownerReferences than the cache keeps: the applier reads them before it writes. */
+  referencesUnkept?: true;
   owner?: string;
   /** The live creation record (see CREATED_ANNOTATION), which a replace keeps. */
   createdBy?: string;
@@ -161,7 +163,8 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
       live: {
         resourceVersion: observed.resourceVersion,
         uid: observed.uid || undefined,
-        ownerReferences: observed.ownerReferences,
+        ownerReferences: observed.ownerReferences === undefined ? undefined : JSON.parse(observed.ownerReferences),
+        ...(observed.referencesUnkept ? { referencesUnkept: true } : {}),
         owner,
         createdBy: observed.createdBy,
       },

@@ -1,6 +1,7 @@
 /** espejo's own behaviours, against the real API server, with the controller under deploy/'s RBAC. */
 import assert from "node:assert/strict";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { MAX_KEPT_REFERENCES } from "../../lib/sync/cached_object.ts";
 import {
   auditNow,
   condition,
@@ -446,6 +447,57 @@ Deno.test("An item's ownerReferences are never written; the live object's are ke
       "the data restored",
     );
     assert.deepEqual(restored.metadata?.ownerReferences, live, "the live ownerReferences are kept");
+  } finally {
+    await ctl.stop();
+    admin.close();
+  }
+});
+
+Deno.test("A restore keeps ownerReferences the cache does not keep (a tenant added 5,000 of them)", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const ns = uniqueName("owners");
+  const ctl = await startController(c, { watchNamespace: cfgNs });
+  try {
+    await createNamespace(admin, ns);
+    const parent = await admin.request<TestObject>({
+      method: "POST",
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "parent" } },
+    });
+    await createSyncConfig(admin, cfgNs, "owned", {
+      namespaceSelector: { matchNames: [ns] },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "child" }, data: { a: "1" } }],
+    });
+    await eventually(() => getObject(admin, cmPath(ns, "child")), 20_000, "child created");
+    // One real owner (the garbage collector keeps an object one of whose owners exists) and 4,999 that are not:
+    // about 1 MiB, far more than MAX_KEPT_REFERENCES.
+    const live = [
+      { apiVersion: "v1", kind: "ConfigMap", name: "parent", uid: parent.metadata!.uid! },
+      ...Array.from({ length: 4_999 }, (_, i) => ({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        name: `ghost-${i}-${"g".repeat(100)}`,
+        uid: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+      })),
+    ];
+    assert.ok(JSON.stringify(live).length > MAX_KEPT_REFERENCES * 500);
+    await admin.request({
+      method: "PATCH",
+      path: cmPath(ns, "child"),
+      contentType: "application/merge-patch+json",
+      body: { metadata: { ownerReferences: live }, data: { a: "changed" } },
+    });
+    const restored = await eventually(
+      async () => {
+        const cm = await getObject(admin, cmPath(ns, "child"));
+        return cm?.data?.a === "1" ? cm : undefined;
+      },
+      30_000,
+      "the data restored",
+    );
+    assert.deepEqual(restored.metadata?.ownerReferences, live, "the live ownerReferences are kept, all 5,000");
   } finally {
     await ctl.stop();
     admin.close();

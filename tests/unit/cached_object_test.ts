@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { extrasHash, type Verdict } from "../../lib/model/drift.ts";
 import type { KubeObject, ManagedFieldsEntry } from "../../lib/kube/objects.ts";
-import { type CachedObject, decodeManaged, MAX_KEPT_CONTENT } from "../../lib/sync/cached_object.ts";
+import {
+  type CachedObject,
+  decodeManaged,
+  MAX_KEPT_CONTENT,
+  MAX_KEPT_REFERENCES,
+} from "../../lib/sync/cached_object.ts";
 import { acceptWritten, assess, remember } from "../../lib/sync/verdict.ts";
 import { HASH_ANNOTATION, MANAGED_LABEL, OWNER_ANNOTATION } from "../../lib/model/markers.ts";
 
@@ -54,8 +59,57 @@ Deno.test("decodeManaged keeps markers, ownerReferences and content, never manag
   assert.equal(entry.desiredHash, HASH);
   assert.equal(entry.owner, "espejo/cfg");
   assert.equal(entry.manager, "espejo");
-  assert.deepEqual(entry.ownerReferences, [{ uid: "u" }]);
+  assert.deepEqual(JSON.parse(entry.ownerReferences!), [{ uid: "u" }]);
   assert.ok(entry.json && !entry.json.includes("managedFields"));
+  assert.ok(!entry.json.includes("ownerReferences"), "kept once, apart from the content");
+});
+
+/** A tenant's ownerReferences: `n` of them, about 200 characters each (5,000 make 1 MiB). */
+const tenantReferences = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    name: `owner-${i}-${"o".repeat(100)}`,
+    uid: `5f0c6c2e-0000-4000-8000-${String(i).padStart(12, "0")}`,
+  }));
+
+Deno.test("decodeManaged keeps ownerReferences up to MAX_KEPT_REFERENCES on every path, and marks the rest", () => {
+  const paths: [string, boolean, boolean][] = [
+    ["a write's reply or a GET", true, false],
+    ["a list or watch, judged later", true, true],
+    ["an object no item names", false, true],
+  ];
+  for (const [path, wanted, streamed] of paths) {
+    for (const n of [1, 4, 5_000]) {
+      const refs = tenantReferences(n);
+      const entry = decodeManaged(
+        served("3", (o) => (o.metadata!.ownerReferences = refs)),
+        undefined,
+        wanted,
+        streamed,
+      );
+      const kept = JSON.stringify(refs).length <= MAX_KEPT_REFERENCES;
+      const where = `${path}, ${n} references`;
+      if (!wanted) {
+        assert.equal(entry.ownerReferences, undefined, where);
+        continue;
+      }
+      assert.equal(entry.ownerReferences !== undefined, kept, where);
+      assert.equal(entry.referencesUnkept === true, !kept, where);
+      // The entry costs its bound, whatever the tenant added: references (kept or not) and content are apart.
+      assert.ok(
+        JSON.stringify(entry).length < MAX_KEPT_REFERENCES + 2_000,
+        `${where}: ${JSON.stringify(entry).length}`,
+      );
+    }
+  }
+});
+
+Deno.test("decodeManaged: the verdict on an object does not change with its ownerReferences", () => {
+  for (const n of [0, 1, 5_000]) {
+    const entry = decodeManaged(served("2", (o) => (o.metadata!.ownerReferences = tenantReferences(n))), written());
+    assert.deepEqual(judge(desired, HASH, entry), { inSync: true }, `${n} references`);
+  }
 });
 
 Deno.test("decodeManaged keeps no content of an object no item names, whatever its size", () => {

@@ -36,6 +36,15 @@ const settled: fc.Arbitrary<CachedObject> = fc.record({
   inSync: fc.option(fc.constant(true as const), { nil: undefined }),
   contentless: fc.option(fc.constant(true as const), { nil: undefined }),
   large: fc.option(fc.constant(true as const), { nil: undefined }),
+  // As decodeManaged keeps them: JSON text (no raw newline), or a mark that there were more than it keeps.
+  references: fc.option(
+    fc.oneof(
+      fc.array(fc.record({ kind: fc.string(), name: fc.string(), uid: fc.uuid() }), { minLength: 1, maxLength: 3 })
+        .map((refs) => JSON.stringify(refs)),
+      fc.constant("unkept"),
+    ),
+    { nil: undefined },
+  ),
 }).map(({ baselineOwnHash, recordOwnHash, ...o }) => {
   const out: CachedObject = {
     resourceVersion: o.resourceVersion,
@@ -52,6 +61,8 @@ const settled: fc.Arbitrary<CachedObject> = fc.record({
   }
   if (o.contentless) out.contentless = true;
   if (o.large) out.large = true;
+  if (o.references === "unkept") out.referencesUnkept = true;
+  else if (o.references !== undefined) out.ownerReferences = o.references;
   if (o.inSync) out.inSync = true;
   if (o.outOfSync) {
     const { extras, ...record } = o.outOfSync;
@@ -74,7 +85,6 @@ Deno.test("packedObjects: an entry that may still change, or holds what a string
   assert.equal(packedObjects.pack({ ...base, json: "{}" }), undefined, "content not judged yet");
   const outOfSync = { desiredHash: "h", reason: "field\nname differs", restore: false, content: "c" };
   assert.equal(packedObjects.pack({ ...base, outOfSync }), undefined, "a newline in a record's reason");
-  assert.equal(packedObjects.pack({ ...base, ownerReferences: [{ uid: "o" }] }), undefined, "ownerReferences");
   assert.equal(packedObjects.pack({ ...base, desiredHash: "a\nb" }), undefined, "a newline in a tenant's marker");
   assert.ok(packedObjects.pack(base)!.length < 40);
 });
