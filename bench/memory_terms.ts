@@ -16,6 +16,7 @@ import { Freshness } from "../lib/controller/freshness.ts";
 import { StatusLedger } from "../lib/controller/status_ledger.ts";
 import { StatusSchedule } from "../lib/controller/status_schedule.ts";
 import { Registry } from "../lib/model/registry.ts";
+import { LabelKeys } from "../lib/model/label_keys.ts";
 import { WorkQueue } from "../lib/controller/queue.ts";
 import { PRIORITIES } from "../lib/controller/work_items.ts";
 import { Metrics } from "../lib/metrics/metrics.ts";
@@ -207,7 +208,7 @@ for (const prunes of [false, true]) {
   );
   const raw: KubeObject[] = [];
   const metrics = new Metrics();
-  const reflector = watchNamespaces(fakeClient(() => raw), new WatchTrouble(metrics), () => {});
+  const reflector = watchNamespaces(fakeClient(() => raw), new WatchTrouble(metrics), () => {}, new LabelKeys());
   row(
     "namespace in the namespace cache",
     await bytesPer(N, async () => {

@@ -21,6 +21,7 @@ import type { StatusWriter } from "./status_writer.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { Pruning } from "./pruning.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
+import type { TrimmedLabels } from "./trimmed_labels.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
@@ -38,6 +39,7 @@ export interface ConfigChangesDeps {
   books: Pick<KeyBooks, "configGone">;
   executor: Pick<Executor, "forgetConfig">;
   caches: Pick<ResourceCaches, "retain" | "hasCreated">;
+  trimmedLabels: Pick<TrimmedLabels, "refresh">;
 }
 
 export class ConfigChanges {
@@ -49,6 +51,8 @@ export class ConfigChanges {
   /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled (and when to again). */
   async process(key: string): Promise<WorkFacts> {
     this.changed(key);
+    // A label key this SyncConfig reads may be missing from namespaces with huge labels: read those again first.
+    await this.d.trimmedLabels.refresh();
     await this.enqueueSelected(key);
     return await this.d.pruning.settle(key);
   }
@@ -149,6 +153,7 @@ export class ConfigChanges {
       for (const ns of [...this.d.namespaces.values()]) {
         if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
         if (registry.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
+        if (!registry.labelsKnown(ns)) continue; // its selection is not known: queued once read again
         if (ns.phase === "Active" && config.selector.selects(ns)) {
           status.queued([key], ns.name);
           this.d.enqueue({ kind: "namespace", name: ns.name }, "syncconfig");

@@ -18,6 +18,7 @@ import { PassTracker, runIntervalPasses } from "./pass.ts";
 import { sameSpecAndPruning } from "../sync/prune.ts";
 import { WorkQueue } from "./queue.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
+import { LabelKeys } from "../model/label_keys.ts";
 import { notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workKey } from "./work_items.ts";
 
@@ -49,7 +50,13 @@ export class Controller {
     const { client, metrics } = opts;
     const trouble = new WatchTrouble(metrics);
     this.queue.onAdd = (key, tag) => metrics.compat.added(key, tag);
-    this.namespaces = watchNamespaces(client, trouble, (type, ns, old) => this.#onNamespace(type, ns, old));
+    const labelKeys = new LabelKeys();
+    this.namespaces = watchNamespaces(
+      client,
+      trouble,
+      (type, ns, old) => this.#onNamespace(type, ns, old),
+      labelKeys,
+    );
     this.syncConfigs = watchSyncConfigs(client, opts.watchNamespace, trouble, (type, sc, old) => {
       if (type === "deleted" || !sameSpecAndPruning(sc, old)) this.#syncConfigChanged(keyOf(sc));
     });
@@ -63,6 +70,7 @@ export class Controller {
       trouble,
       enqueue: (item, trigger, afterMs) => this.#enqueue(item, trigger, afterMs),
       namespaceChanged: (name) => this.#namespaceChanged(name),
+      labelKeys,
     });
   }
 

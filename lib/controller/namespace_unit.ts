@@ -51,6 +51,9 @@ export class NamespaceUnit {
     // now, for the writes and for the prunes. Labels that change meanwhile queue the namespace again (its watch).
     const ns = this.d.namespaces.get(name);
     const registry = this.d.configs.catchUp();
+    // Labels trimmed before a SyncConfig that reads another key came: which SyncConfigs select it is not known
+    // until it is read again (trimmed_labels.ts), which queues it. Nothing is written, pruned or uncounted here.
+    if (ns && !registry.labelsKnown(ns)) return { ...NO_STEP, configs: [], unselected: [], failed: false };
     const selecting: ReadonlySet<string> = new Set(ns ? registry.selecting(ns) : []);
     // What to prune is decided now too (and confirmed after the writes): an object this unit writes is never one
     // it prunes.

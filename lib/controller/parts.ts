@@ -7,6 +7,8 @@
  * What the controller itself keeps (the two watches, the queue, the interval pass) comes in as {@link PartsBase}:
  * their handlers are the controller's scheduling, which uses these parts.
  */
+import type { LabelKeys } from "../model/label_keys.ts";
+import { TrimmedLabels } from "./trimmed_labels.ts";
 import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
 import { EventRecorder } from "../kube/events.ts";
 import type { Reflector } from "../kube/reflector.ts";
@@ -47,6 +49,8 @@ export interface PartsBase {
   enqueue: (item: WorkItem, trigger: Trigger, afterMs?: number) => void;
   /** A managed object changed (someone else may have edited it): its namespace is checked. */
   namespaceChanged: (namespace: string) => void;
+  /** The label keys SyncConfigs read, shared with the namespace cache's decoder. */
+  labelKeys: LabelKeys;
 }
 
 export interface ControllerParts {
@@ -71,7 +75,7 @@ export interface ControllerParts {
 export function buildParts(base: PartsBase): ControllerParts {
   const { opts, namespaces, syncConfigs, queue, trouble, enqueue } = base;
   const { client, metrics } = opts;
-  const registry = new Registry<NamespaceInfo>();
+  const registry = new Registry<NamespaceInfo>(base.labelKeys);
   const ledger = new StatusLedger();
   const freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
   const events = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" });
@@ -127,7 +131,8 @@ export function buildParts(base: PartsBase): ControllerParts {
     recordChange: (k, a, ns) => syncEvents.recordChange(k, a, ns),
     pruner,
   });
-  const configs = new ConfigChanges({ ...shared, books, pruning, events, executor, caches });
+  const trimmedLabels = new TrimmedLabels(client, namespaces, registry, base.namespaceChanged);
+  const configs = new ConfigChanges({ ...shared, books, pruning, events, executor, caches, trimmedLabels });
   const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();

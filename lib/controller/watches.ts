@@ -10,6 +10,7 @@ import { Reflector } from "../kube/reflector.ts";
 import { isForbidden } from "../kube/errors.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { type NamespaceInfo, namespaceInfo } from "../model/namespace_info.ts";
+import type { LabelKeys } from "../model/label_keys.ts";
 import type { SyncConfig } from "../model/syncconfig.ts";
 import { decodeSyncConfig, syncConfigsPath } from "../sync/syncconfig_api.ts";
 
@@ -46,12 +47,14 @@ export function watchNamespaces(
   client: KubeClient,
   trouble: WatchTrouble,
   onChange: OnChange<NamespaceInfo>,
+  /** The label keys SyncConfigs read: a namespace with huge labels keeps only those. */
+  labelKeys: LabelKeys,
 ): Reflector<NamespaceInfo> {
   return new Reflector<NamespaceInfo>(client, {
     path: listNamespacesPath(),
     decode: (raw, previous) => {
       const ns = decodeNamespace(raw);
-      return ns && namespaceInfo(ns, previous);
+      return ns && namespaceInfo(ns, previous, Date.now(), labelKeys);
     },
     onChange,
     onWatchRestart: (reason) => trouble.restarted("namespaces", reason),

@@ -9,6 +9,7 @@ import { type CompiledSyncConfig, type CompileResult, compileSyncConfig, type Sy
 import { renderTemplate } from "./template.ts";
 import { SelectionIndex } from "./selection_index.ts";
 import type { NamespaceFacts } from "./selector.ts";
+import { LabelKeys } from "./label_keys.ts";
 
 export interface Compiled {
   generation: number;
@@ -17,6 +18,9 @@ export interface Compiled {
 }
 
 export class Registry<N extends NamespaceFacts & { name: string; phase: string }> {
+  /** The label keys the SyncConfigs compiled so far read: what a namespace with huge labels keeps. */
+  constructor(readonly labelKeys: LabelKeys = new LabelKeys()) {}
+
   readonly #compiled = new Map<string, Compiled>();
   readonly #selection = new SelectionIndex<N>();
   readonly #items = new ItemIndex();
@@ -54,6 +58,7 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     const known = this.#compiled.get(key);
     if (known && this.isCurrent(key, sc)) return { entry: known, changed: false };
     const entry = { generation: generationOf(sc), uid: uidOf(sc), result: compileSafely(sc, key) };
+    if (entry.result.ok) this.labelKeys.addFrom(sc);
     this.#compiled.set(key, entry);
     this.#changed();
     return { entry, changed: true };
@@ -66,9 +71,21 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     return true;
   }
 
-  /** Keys of the valid SyncConfigs that select `ns`. */
+  /**
+   * Keys of the valid SyncConfigs that select `ns`; none while its labels are not known ({@link labelsKnown}): its
+   * selection is then unknown, and nothing may be written or pruned there until it is read again.
+   */
   selecting(ns: N): readonly string[] {
+    if (!this.labelsKnown(ns)) return [];
     return this.#selection.selecting(ns, () => this.valid());
+  }
+
+  /**
+   * Whether `ns` has every label a SyncConfig reads: false for a namespace whose labels were trimmed
+   * (namespace_info.ts) before a SyncConfig that reads another key was compiled.
+   */
+  labelsKnown(ns: NamespaceFacts): boolean {
+    return ns.labelsFor === undefined || ns.labelsFor === this.labelKeys.version;
   }
 
   /** The valid compiled SyncConfigs that select `ns`. */

@@ -36,6 +36,11 @@ export interface NamespaceSelectorSpec {
 export interface NamespaceFacts {
   name: string;
   labels: Record<string, string>;
+  /**
+   * Set when the labels were trimmed to the keys SyncConfigs read (lib/model/namespace_info.ts): the version of that
+   * key set then. A SyncConfig that came since may read a key that was left out (see Registry.labelsKnown).
+   */
+  labelsFor?: number;
 }
 
 export type LabelPredicate = (labels: Record<string, string>) => boolean;

@@ -53,6 +53,7 @@ function changes(namespaces: NamespaceInfo[]) {
     books: { configGone: (k) => void told.push(`forgotten ${k}`) },
     executor: { forgetConfig: (k) => void told.push(`retries of ${k} start over`) },
     caches: { retain: () => {}, hasCreated: () => false },
+    trimmedLabels: { refresh: () => Promise.resolve() },
   });
   return { c, cache, registry, ledger, status, told };
 }

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { namespaceInfo } from "../../lib/model/namespace_info.ts";
+import { MAX_KEPT_LABELS, type NamespaceInfo, namespaceInfo } from "../../lib/model/namespace_info.ts";
+import { LabelKeys } from "../../lib/model/label_keys.ts";
+import { Registry } from "../../lib/model/registry.ts";
+import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 
 const ns = (labels: Record<string, string>, phase = "Active") => ({
   metadata: { name: "t", labels },
@@ -19,4 +22,82 @@ Deno.test("namespaceInfo remembers when the labels last changed, and only then",
   assert.equal(kept.relabelledAt, 400, "the same labels in another order are no change");
   const removed = namespaceInfo(ns({ b: "x" }), kept, 600);
   assert.equal(removed.relabelledAt, 600);
+});
+
+/** About 1 MiB of labels a namespace admin may write: 10,000 keys of 63 characters with values of 40. */
+const hugeLabels = (extra: Record<string, string>) => ({
+  ...Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`.padEnd(63, "k"), "v".repeat(40)])),
+  ...extra,
+});
+
+const keysOf = (...read: string[]) => {
+  const keys = new LabelKeys();
+  keys.addFrom(
+    {
+      spec: { namespaceSelector: { labelSelector: { matchExpressions: read.map((key) => ({ key })) } } },
+    } as SyncConfig,
+  );
+  return keys;
+};
+
+Deno.test("namespaceInfo keeps labels up to MAX_KEPT_LABELS whole, and of larger ones only the keys selectors read", () => {
+  const keys = keysOf("team");
+  const small = { team: "a", "kubernetes.io/metadata.name": "t", "pod-security.kubernetes.io/enforce": "baseline" };
+  const kept = namespaceInfo(ns(small), undefined, 1, keys);
+  assert.deepEqual(kept.labels, small, "small labels are kept whole: a new SyncConfig's key is already there");
+  assert.equal(kept.labelsFor, undefined);
+  const huge = namespaceInfo(ns(hugeLabels({ team: "a" })), undefined, 1, keys);
+  assert.deepEqual(huge.labels, { team: "a" });
+  assert.equal(huge.labelsFor, keys.version);
+  assert.ok(JSON.stringify(huge).length < MAX_KEPT_LABELS, "its cost is what selectors read, not what was written");
+});
+
+Deno.test("namespaceInfo: a change of a label no selector reads is no relabel of a trimmed namespace", () => {
+  const keys = keysOf("team");
+  const first = namespaceInfo(ns(hugeLabels({ team: "a", other: "1" })), undefined, 100, keys);
+  const other = namespaceInfo(ns(hugeLabels({ team: "a", other: "2" })), first, 200, keys);
+  assert.equal(other.relabelledAt, undefined);
+  const team = namespaceInfo(ns(hugeLabels({ team: "b", other: "2" })), other, 300, keys);
+  assert.equal(team.relabelledAt, 300);
+});
+
+Deno.test("LabelKeys grows its version only when a SyncConfig reads a key it did not hold", () => {
+  const keys = keysOf("team");
+  const v = keys.version;
+  assert.equal(
+    keys.addFrom({ spec: { namespaceSelector: { labelSelector: { matchLabels: { team: "x" } } } } } as SyncConfig),
+    false,
+  );
+  assert.equal(keys.version, v);
+  assert.equal(
+    keys.addFrom({ spec: { namespaceSelector: { matchNames: ["a"] } } } as SyncConfig),
+    false,
+    "names read no label",
+  );
+  assert.equal(
+    keys.addFrom({ spec: { namespaceSelector: { labelSelector: { matchLabels: { tier: "x" } } } } } as SyncConfig),
+    true,
+  );
+  assert.equal(keys.version, v + 1);
+});
+
+Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another key came is selected by none", () => {
+  const registry = new Registry<NamespaceInfo>();
+  const config = (name: string, key: string) => ({
+    metadata: { namespace: "espejo", name, generation: 1, uid: name },
+    spec: {
+      namespaceSelector: { labelSelector: { matchLabels: { [key]: "a" } } },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } }],
+    },
+  });
+  registry.compile("espejo/team", config("team", "team") as SyncConfig);
+  const trimmed = namespaceInfo(ns(hugeLabels({ team: "a", tier: "a" })), undefined, 1, registry.labelKeys);
+  assert.deepEqual(registry.selecting(trimmed), ["espejo/team"]);
+  registry.compile("espejo/tier", config("tier", "tier") as SyncConfig);
+  assert.equal(registry.labelsKnown(trimmed), false, "tier was left out when it was trimmed");
+  assert.deepEqual(registry.selecting(trimmed), [], "its selection is unknown, not empty: the unit holds off");
+  const reread = namespaceInfo(ns(hugeLabels({ team: "a", tier: "a" })), trimmed, 2, registry.labelKeys);
+  assert.deepEqual(registry.selecting(reread), ["espejo/team", "espejo/tier"]);
+  const small = namespaceInfo(ns({ team: "a", tier: "a" }), undefined, 1);
+  assert.equal(registry.labelsKnown(small), true, "a namespace kept whole is always known");
 });

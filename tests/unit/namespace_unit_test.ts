@@ -121,3 +121,22 @@ Deno.test("NamespaceUnit.run leaves out a SyncConfig changed while it ran: its c
   const r = await made.u.run("team-a");
   assert.deepEqual(r.configs, []);
 });
+
+Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the labels a SyncConfig reads are not known", async () => {
+  const { u, calls, registry } = unit(
+    [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one")] })],
+    () => ({ state: "synced", action: "create" }),
+  );
+  // Trimmed (namespace_info.ts) when only `team` was read; then a SyncConfig reading `tier` came.
+  NS.labelsFor = registry.labelKeys.version;
+  try {
+    registry.compile(
+      "espejo/b",
+      syncConfig("b", { namespaceSelector: { labelSelector: { matchLabels: { tier: "x" } } }, syncItems: [cm("two")] }),
+    );
+    const r = await u.run("team-a");
+    assert.deepEqual([r.configs, r.unselected, r.wrote, calls], [[], [], false, []]);
+  } finally {
+    delete NS.labelsFor;
+  }
+});
