@@ -1,9 +1,14 @@
 /**
  * deploy/admission (the opt-in ValidatingAdmissionPolicy) on the real API server: applied with kubectl as users apply
  * it, with espejo's identity set by the overlay patch its kustomization.yaml documents. A hostile tenant (a
- * ServiceAccount with a Role in its namespace only) is refused every write of what espejo manages, and any labelled
- * create; espejo, run by the harness under its ServiceAccount, still creates, updates and deletes; the tenant's own
- * unlabelled objects and the namespace's deletion are untouched.
+ * ServiceAccount with a Role in its namespace only) is refused every write of what espejo manages, through the object
+ * and through its subresources (status, ephemeralcontainers), and any labelled create; espejo, run by the harness
+ * under its ServiceAccount, still creates, updates and deletes; the tenant's own unlabelled objects and the
+ * namespace's deletion are untouched. The cluster's own controllers, impersonated by the admin with kubectl as
+ * `--as`/`--as-group`, still do what they do to labelled objects: the service controller's load-balancer finalizer,
+ * service-ca's CA bundles and annotations, the legacy token cleaner's label and deletion, an EndpointSlice carrying
+ * a Service's labels; and what a cluster needs of a labelled object's subresources (an eviction, a token request, a
+ * status write) is admitted.
  *
  * The policy is cluster-wide; so that the tests running beside this one (other controllers, other identities) are
  * not refused, the test's overlay also binds it to this test's namespace only and gives it a name of its own.
@@ -20,14 +25,78 @@ import { createNamespace, createSyncConfig, getObject, startController } from ".
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
-const LABEL = { "sync.appuio.ch/managed-by": "espejo" };
+const MANAGED = "sync.appuio.ch/managed-by";
+const LABEL = { [MANAGED]: "espejo" };
 const MESSAGE = /objects labelled sync\.appuio\.ch\/managed-by=espejo are written only by espejo/;
+const LB_FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
 
-async function kubectl(args: string[]): Promise<string> {
-  const out = await new Deno.Command("kubectl", { args, stdout: "piped", stderr: "piped" }).output();
+interface KubectlResult {
+  ok: boolean;
+  stdout: string;
+  stderr: string;
+}
+
+async function run(args: string[], stdin?: string): Promise<KubectlResult> {
+  const child = new Deno.Command("kubectl", {
+    args,
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(stdin));
+    await w.close();
+  }
+  const out = await child.output();
   const dec = new TextDecoder();
-  assert.equal(out.code, 0, `kubectl ${args.join(" ")} failed:\n${dec.decode(out.stderr)}`);
-  return dec.decode(out.stdout);
+  return { ok: out.code === 0, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+async function kubectl(args: string[], stdin?: string): Promise<string> {
+  const out = await run(args, stdin);
+  assert.ok(out.ok, `kubectl ${args.join(" ")} failed:\n${out.stderr}`);
+  return out.stdout;
+}
+
+/** Who kubectl acts as (`--as`, `--as-group`): a user and the groups its authenticator would give it. */
+interface Actor {
+  user: string;
+  groups: string[];
+}
+
+/** A ServiceAccount as its token authenticates it: the user and the groups the API server adds. */
+function serviceAccount(namespace: string, name: string): Actor {
+  return {
+    user: `system:serviceaccount:${namespace}:${name}`,
+    groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+  };
+}
+
+/**
+ * kubectl as `actor` (impersonated by the admin, who is in system:masters; the groups are the actor's only, so the
+ * policy sees what it would see from the actor's own credentials).
+ */
+function kubectlAs(kubeconfig: string, actor: Actor, args: string[], stdin?: string): Promise<KubectlResult> {
+  return run(
+    ["--kubeconfig", kubeconfig, `--as=${actor.user}`, ...actor.groups.map((g) => `--as-group=${g}`), ...args],
+    stdin,
+  );
+}
+
+/** `kubectlAs` that must succeed. */
+async function admitted(kubeconfig: string, actor: Actor, args: string[], what: string, stdin?: string) {
+  const out = await kubectlAs(kubeconfig, actor, args, stdin);
+  assert.ok(out.ok, `${what}: refused:\n${out.stderr}`);
+  return out.stdout;
+}
+
+/** `kubectlAs` that the policy refuses, naming the actor and what it wrote. */
+async function kubectlRefused(kubeconfig: string, actor: Actor, args: string[], what: string, stdin?: string) {
+  const out = await kubectlAs(kubeconfig, actor, args, stdin);
+  assert.ok(!out.ok, `${what}: the policy let it through`);
+  assert.match(out.stderr, MESSAGE, `${what}: ${out.stderr}`);
+  assert.ok(out.stderr.includes(`${actor.user} may not`), `${what}: ${out.stderr}`);
 }
 
 /**
@@ -65,18 +134,85 @@ async function overlay(dir: string, suffix: string, espejo: string, namespaceLab
   );
 }
 
-/** A ServiceAccount of `namespace` bound to a Role there that may do anything with configmaps; never more. */
-async function createTenant(c: TestCluster, admin: HttpKubeClient, namespace: string): Promise<HttpKubeClient> {
+interface Policy {
+  kubeconfig: string;
+  remove(): Promise<void>;
+}
+
+/**
+ * deploy/admission through {@link overlay}, applied with kubectl, bound to namespace `ns` only; resolves once the API
+ * server refuses `probe` (a tenant's write) with the policy's message.
+ */
+async function installPolicy(
+  c: TestCluster,
+  admin: HttpKubeClient,
+  ns: string,
+  espejo: string,
+  probe: () => Promise<unknown>,
+): Promise<Policy> {
+  const suffix = `-${ns}`;
+  const dir = await Deno.makeTempDir({ prefix: "espejo-admission-" });
+  const kubeconfig = `${dir}.kubeconfig`;
+  await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
+  const remove = async () => {
+    for (const r of ["validatingadmissionpolicybindings", "validatingadmissionpolicies"]) {
+      await admin.request({
+        method: "DELETE",
+        path: `/apis/admissionregistration.k8s.io/v1/${r}/espejo-managed-objects${suffix}`,
+      }).catch((e) => {
+        if (!isNotFound(e)) throw e;
+      });
+    }
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(kubeconfig);
+  };
+  try {
+    await overlay(dir, suffix, espejo, ns);
+    const rendered = await kubectl(["kustomize", dir]);
+    assert.match(rendered, /validationActions:\n\s+- Deny/);
+    assert.doesNotMatch(rendered, /paramRef|paramKind/, "the policy works without parameters");
+    await kubectl(["--kubeconfig", kubeconfig, "apply", "-k", dir]);
+    // The policy takes effect once the API server has loaded it.
+    await eventually(
+      async () => {
+        try {
+          await probe();
+          return false;
+        } catch (e) {
+          return e instanceof ApiError && e.code === 403 && MESSAGE.test(e.message);
+        }
+      },
+      30_000,
+      "the admission policy to refuse the tenant's probe",
+    );
+    return { kubeconfig, remove };
+  } catch (e) {
+    await remove();
+    throw e;
+  }
+}
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+const ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
+
+/** A ServiceAccount of `namespace` bound to a Role there with `rules` (any configmaps by default); never more. */
+async function createTenant(
+  c: TestCluster,
+  admin: HttpKubeClient,
+  namespace: string,
+  rules: Rule[] = [{ apiGroups: [""], resources: ["configmaps"], verbs: ALL_VERBS }],
+): Promise<HttpKubeClient> {
   const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
   await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "Role",
     metadata: { name: "tenant-editor" },
-    rules: [{
-      apiGroups: [""],
-      resources: ["configmaps"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
-    }],
+    rules,
   });
   await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
     apiVersion: "v1",
@@ -133,35 +269,22 @@ Deno.test(
     const admin = clientFor(c);
     const cfgNs = uniqueName("cfg");
     const ns = uniqueName("adm");
-    const suffix = `-${ns}`;
     await createNamespace(admin, ns, { "espejo-test/admission": ns });
     const cms = `/api/v1/namespaces/${ns}/configmaps`;
-    const dir = await Deno.makeTempDir({ prefix: "espejo-admission-" });
-    const kubeconfig = `${dir}.kubeconfig`;
-    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
     // The identity the harness runs the controller as (deploy/'s ServiceAccount name, in the test's namespace).
     const espejo: Identity = await espejoIdentity(admin, cfgNs);
-    await overlay(dir, suffix, espejo.username, ns);
     const tenant = await createTenant(c, admin, ns);
     const tenantName = `system:serviceaccount:${ns}:tenant`;
     const ctl = await startController(c, { watchNamespace: cfgNs });
+    let policy: Policy | undefined;
     try {
-      const rendered = await kubectl(["kustomize", dir]);
-      assert.match(rendered, /validationActions:\n\s+- Deny/);
-      assert.doesNotMatch(rendered, /paramRef|paramKind/, "the policy works without parameters");
-      await kubectl(["--kubeconfig", kubeconfig, "apply", "-k", dir]);
-      // The policy takes effect once the API server has loaded it: a labelled create by the tenant is refused.
-      await eventually(
-        async () => {
-          try {
-            await tenant.request({ method: "POST", path: cms, query: { dryRun: "All" }, body: cm("probe", {}, LABEL) });
-            return false;
-          } catch (e) {
-            return e instanceof ApiError && e.code === 403 && MESSAGE.test(e.message);
-          }
-        },
-        30_000,
-        "the admission policy to refuse a labelled create",
+      // A labelled create by the tenant is refused once the policy is in effect.
+      policy = await installPolicy(
+        c,
+        admin,
+        ns,
+        espejo.username,
+        () => tenant.request({ method: "POST", path: cms, query: { dryRun: "All" }, body: cm("probe", {}, LABEL) }),
       );
 
       // espejo creates.
@@ -255,20 +378,528 @@ Deno.test(
     } finally {
       await ctl.stop();
       tenant.close();
-      for (const r of ["validatingadmissionpolicybindings", "validatingadmissionpolicies"]) {
-        await admin.request({
-          method: "DELETE",
-          path: `/apis/admissionregistration.k8s.io/v1/${r}/espejo-managed-objects${suffix}`,
-        }).catch((e) => {
-          if (!isNotFound(e)) throw e;
-        });
-      }
-      await Deno.remove(dir, { recursive: true });
-      await Deno.remove(kubeconfig);
+      await policy?.remove();
       admin.close();
     }
   },
 );
+
+const CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
+
+Deno.test(
+  "deploy/admission refuses a tenant's changes through subresources, and admits what the cluster's controllers do",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const ns = uniqueName("adms");
+    await createNamespace(admin, ns, { "espejo-test/admission": ns });
+    const api = `/api/v1/namespaces/${ns}`;
+    const post = (path: string, body: unknown) => admin.request<KubeObject>({ method: "POST", path, body });
+    const labels = (extra: Record<string, string> = {}) => ({ ...LABEL, ...extra });
+
+    // What espejo would have synced, created by the admin (system:masters: the policy's break glass).
+    await post(`${api}/serviceaccounts`, {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "robot", labels: labels() },
+    });
+    await post(`${api}/services`, {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: "web",
+        labels: labels({ app: "web" }),
+        annotations: { "service.beta.openshift.io/serving-cert-secret-name": "web-tls" },
+      },
+      spec: { type: "LoadBalancer", selector: { app: "web" }, ports: [{ name: "http", port: 80 }] },
+    });
+    await post(`${api}/configmaps`, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: {
+        name: "ca",
+        labels: labels(),
+        annotations: { "service.beta.openshift.io/inject-cabundle": "true" },
+      },
+      data: { placeholder: "x" },
+    });
+    await post(`${api}/configmaps`, cm("plain", { a: "1" }, LABEL));
+    await post(`${api}/secrets`, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name: "bundle",
+        labels: labels(),
+        annotations: { "service.beta.openshift.io/inject-cabundle": "true" },
+      },
+      type: "Opaque",
+    });
+    await post(`${api}/secrets`, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "legacy", labels: labels(), annotations: { "kubernetes.io/service-account.name": "robot" } },
+      type: "kubernetes.io/service-account-token",
+    });
+    await post(`${api}/pods`, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "pod", labels: labels() },
+      spec: {
+        serviceAccountName: "robot",
+        automountServiceAccountToken: false,
+        containers: [{ name: "main", image: "registry.invalid/main:1" }],
+      },
+    });
+    for (const name of ["stopped", "preempted"]) {
+      await post(`${api}/pods`, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, labels: labels() },
+        spec: {
+          serviceAccountName: "robot",
+          automountServiceAccountToken: false,
+          containers: [{ name: "main", image: "registry.invalid/main:1" }],
+        },
+      });
+    }
+    await post(`${api}/configmaps`, cm("emptied", { a: "1" }, LABEL));
+    await post(`/apis/apps/v1/namespaces/${ns}/deployments`, {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "app", labels: labels() },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "app" } },
+        template: { metadata: { labels: { app: "app" } }, spec: { containers: [{ name: "c", image: "x" }] } },
+      },
+    });
+
+    const core = (...resources: string[]) => ({ apiGroups: [""], resources, verbs: ALL_VERBS });
+    const tenant = await createTenant(c, admin, ns, [
+      core(
+        "configmaps",
+        "secrets",
+        "services",
+        "services/status",
+        "pods",
+        "pods/status",
+        "pods/ephemeralcontainers",
+        "pods/eviction",
+        "serviceaccounts",
+        "serviceaccounts/token",
+      ),
+      { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"], verbs: ALL_VERBS },
+      { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ALL_VERBS },
+    ]);
+    const tenantName = `system:serviceaccount:${ns}:tenant`;
+
+    // The controllers, impersonated: RBAC as their bootstrap roles give them, in this namespace only. Beside them,
+    // ServiceAccounts of the tenant's namespace with the same names, which the policy must not take for them.
+    const serviceController = serviceAccount("kube-system", "service-controller");
+    const ccm: Actor = { user: "system:cloud-controller-manager", groups: ["system:authenticated"] };
+    const serviceCA = serviceAccount("openshift-service-ca", "service-ca");
+    const tokenCleaner = serviceAccount("kube-system", "legacy-service-account-token-cleaner");
+    const sliceController = serviceAccount("kube-system", "endpointslice-controller");
+    const namespaceController = serviceAccount("kube-system", "namespace-controller");
+    const kubelet: Actor = { user: "system:node:node-1", groups: ["system:nodes", "system:authenticated"] };
+    const scheduler: Actor = { user: "system:kube-scheduler", groups: ["system:authenticated"] };
+    const fakeServiceController = serviceAccount(ns, "service-controller");
+    const fakeTokenCleaner = serviceAccount(ns, "legacy-service-account-token-cleaner");
+    const actors = [
+      serviceController,
+      ccm,
+      serviceCA,
+      tokenCleaner,
+      sliceController,
+      namespaceController,
+      kubelet,
+      scheduler,
+      fakeServiceController,
+      fakeTokenCleaner,
+    ];
+    await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "controllers" },
+      rules: [
+        core("services", "services/status", "configmaps", "secrets", "pods"),
+        { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ALL_VERBS },
+      ],
+    });
+    await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: "controllers" },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "controllers" },
+      subjects: actors.map((a) => {
+        const sa = /^system:serviceaccount:([^:]+):([^:]+)$/.exec(a.user);
+        return sa
+          ? { kind: "ServiceAccount", namespace: sa[1], name: sa[2] }
+          : { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: a.user };
+      }),
+    });
+
+    const svc = `${api}/services/web`;
+    let policy: Policy | undefined;
+    try {
+      policy = await installPolicy(
+        c,
+        admin,
+        ns,
+        "system:serviceaccount:espejo-system:espejo",
+        () =>
+          tenant.request({
+            method: "PATCH",
+            path: `${svc}/status`,
+            query: { dryRun: "All" },
+            contentType: "application/merge-patch+json",
+            body: { metadata: { labels: { [MANAGED]: null } } },
+          }),
+      );
+      const kc = policy.kubeconfig;
+      for (const actor of actors) {
+        await eventually(
+          async () =>
+            (await kubectlAs(kc, actor, ["auth", "can-i", "patch", "services/status", "-n", ns])).stdout.trim() ===
+              "yes",
+          10_000,
+          `the RoleBinding of ${actor.user} to take effect`,
+        );
+      }
+
+      // The tenant, through subresources: the label, annotations, finalizers of a labelled Service through its status,
+      // a labelled Pod's label through its status, an ephemeral container: refused, each with the policy's message.
+      const merge = (path: string, body: unknown) => () =>
+        tenant.request({ method: "PATCH", path, contentType: "application/merge-patch+json", body });
+      await refused(
+        merge(`${svc}/status`, { metadata: { labels: { [MANAGED]: null } } }),
+        "the removal of espejo's label through services/status",
+        tenantName,
+      );
+      await refused(
+        merge(`${svc}/status`, { metadata: { labels: { app: "other" } } }),
+        "another label through services/status",
+        tenantName,
+      );
+      await refused(
+        merge(`${svc}/status`, { metadata: { annotations: { "service.beta.kubernetes.io/internal": "true" } } }),
+        "an annotation through services/status",
+        tenantName,
+      );
+      await refused(
+        merge(`${svc}/status`, { metadata: { finalizers: [LB_FINALIZER] } }),
+        "the load balancer's finalizer through services/status",
+        tenantName,
+      );
+      await refused(
+        merge(`${svc}/status`, {
+          metadata: {
+            ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "mine", uid: crypto.randomUUID() }],
+          },
+        }),
+        "an ownerReference through services/status",
+        tenantName,
+      );
+      await refused(
+        merge(`${api}/pods/pod/status`, { metadata: { labels: { [MANAGED]: null } } }),
+        "the removal of espejo's label through pods/status",
+        tenantName,
+      );
+      await refused(
+        () =>
+          tenant.request({
+            method: "PATCH",
+            path: `${api}/pods/pod/ephemeralcontainers`,
+            contentType: "application/strategic-merge-patch+json",
+            body: { spec: { ephemeralContainers: [{ name: "debug", image: "registry.invalid/debug:1" }] } },
+          }),
+        "an ephemeral container",
+        tenantName,
+      );
+      await refused(
+        merge(svc, { metadata: { labels: { [MANAGED]: null } } }),
+        "the removal of espejo's label through the object",
+        tenantName,
+      );
+      await refused(
+        () =>
+          tenant.request({
+            method: "POST",
+            path: `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,
+            body: slice("web-tenant"),
+          }),
+        "an EndpointSlice with espejo's label",
+        tenantName,
+      );
+
+      // Status alone is not espejo's: a status write that leaves the metadata is admitted. The server keeps the spec
+      // of a status write as stored, which the policy relies on: a PUT of the status with another port changes none.
+      await merge(`${svc}/status`, { status: { loadBalancer: { ingress: [{ ip: "192.0.2.10" }] } } })();
+      const seen = await tenant.request<KubeObject & { spec: { ports: { port: number }[] } }>({
+        method: "GET",
+        path: svc,
+      });
+      await tenant.request({
+        method: "PUT",
+        path: `${svc}/status`,
+        body: {
+          ...seen,
+          spec: { ...seen.spec, ports: [{ ...seen.spec.ports[0], port: 81 }] },
+          status: { loadBalancer: { ingress: [{ ip: "192.0.2.11" }] } },
+        },
+      });
+      const after = await admin.request<KubeObject & { spec: { ports: { port: number }[] } }>({
+        method: "GET",
+        path: svc,
+      });
+      assert.equal(after.spec.ports[0].port, 80, "a status write left the spec as stored");
+      assert.equal(after.metadata?.labels?.[MANAGED], "espejo", "the label stayed");
+      assert.equal(
+        (after.status as { loadBalancer: { ingress: { ip: string }[] } }).loadBalancer.ingress[0].ip,
+        "192.0.2.11",
+        "the status write took effect",
+      );
+
+      // What a cluster needs of a labelled object's subresources is not matched: their requests carry a TokenRequest,
+      // an Eviction, a Scale, not the labelled parent.
+      const token = await tenant.request<{ status: { token: string } }>({
+        method: "POST",
+        path: `${api}/serviceaccounts/robot/token`,
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 600 } },
+      });
+      assert.ok(token.status.token, "a token of a labelled ServiceAccount");
+      await tenant.request({
+        method: "POST",
+        path: `${api}/pods/pod/eviction`,
+        body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "pod", namespace: ns } },
+      });
+      await eventually(async () => !(await getObject(admin, `${api}/pods/pod`)), 20_000, "the evicted pod to go");
+      // The gap: scale carries no labels, so a tenant who may scale scales a labelled Deployment (espejo restores
+      // replicas when its item sets them).
+      await merge(`/apis/apps/v1/namespaces/${ns}/deployments/app/scale`, { spec: { replicas: 3 } })();
+      const app = await admin.request<{ spec: { replicas: number } }>({
+        method: "GET",
+        path: `/apis/apps/v1/namespaces/${ns}/deployments/app`,
+      });
+      assert.equal(app.spec.replicas, 3, "scale is not matched");
+
+      // The service controller (kube-controller-manager's ServiceAccount, or the cloud-controller-manager's own user)
+      // adds and removes the load balancer's cleanup finalizer through services/status, as it patches it.
+      for (const actor of [serviceController, ccm]) {
+        await admitted(kc, actor, [
+          "-n",
+          ns,
+          "patch",
+          "service",
+          "web",
+          "--subresource=status",
+          "--type=merge",
+          "-p",
+          JSON.stringify({ metadata: { finalizers: [LB_FINALIZER] } }),
+        ], `${actor.user} adding ${LB_FINALIZER}`);
+        assert.deepEqual((await getObject(admin, svc))?.metadata?.finalizers, [LB_FINALIZER]);
+        await admitted(kc, actor, [
+          "-n",
+          ns,
+          "patch",
+          "service",
+          "web",
+          "--subresource=status",
+          "--type=json",
+          "-p",
+          JSON.stringify([{ op: "remove", path: "/metadata/finalizers/0" }]),
+        ], `${actor.user} removing ${LB_FINALIZER}`);
+        assert.equal((await getObject(admin, svc))?.metadata?.finalizers, undefined);
+      }
+      await kubectlRefused(kc, fakeServiceController, [
+        "-n",
+        ns,
+        "patch",
+        "service",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ metadata: { finalizers: [LB_FINALIZER] } }),
+      ], "a tenant's ServiceAccount named service-controller");
+
+      // The EndpointSlice controller creates the slices of a labelled Service with the Service's labels.
+      await admitted(
+        kc,
+        sliceController,
+        ["-n", ns, "create", "-f", "-"],
+        "an EndpointSlice with the Service's labels",
+        JSON.stringify(slice("web-abcde")),
+      );
+
+      // service-ca: the CA bundle into an annotated ConfigMap (an update of the whole object, as service-ca does:
+      // its data replaced by service-ca.crt), and into an annotated Secret; its annotations on an annotated Service.
+      const caMap = JSON.parse(await kubectl(["--kubeconfig", kc, "-n", ns, "get", "configmap", "ca", "-o", "json"]));
+      caMap.data = { "service-ca.crt": CA_PEM };
+      caMap.metadata.annotations["openshift.io/owning-component"] = "service-ca";
+      await admitted(
+        kc,
+        serviceCA,
+        ["-n", ns, "replace", "-f", "-"],
+        "service-ca's bundle in a ConfigMap",
+        JSON.stringify(caMap),
+      );
+      assert.equal((await getObject(admin, `${api}/configmaps/ca`))?.data?.["service-ca.crt"], CA_PEM);
+      await admitted(kc, serviceCA, [
+        "-n",
+        ns,
+        "patch",
+        "secret",
+        "bundle",
+        "--type=merge",
+        "-p",
+        JSON.stringify({
+          data: { "service-ca.crt": btoa(CA_PEM) },
+          metadata: {
+            annotations: {
+              "openshift.io/owning-component": "service-ca",
+              "openshift.io/description": "Secret is added/updated with a data item containing the CA signing bundle",
+            },
+          },
+        }),
+      ], "service-ca's bundle in a Secret");
+      await admitted(kc, serviceCA, [
+        "-n",
+        ns,
+        "patch",
+        "service",
+        "web",
+        "--type=merge",
+        "-p",
+        JSON.stringify({
+          metadata: {
+            annotations: {
+              "service.beta.openshift.io/serving-cert-signed-by": "openshift-service-serving-signer@1",
+              "service.alpha.openshift.io/serving-cert-signed-by": "openshift-service-serving-signer@1",
+            },
+          },
+        }),
+      ], "service-ca's annotations on a Service");
+      // Not where no annotation asks for it, and never espejo's label.
+      await kubectlRefused(kc, serviceCA, [
+        "-n",
+        ns,
+        "patch",
+        "configmap",
+        "plain",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ data: { "service-ca.crt": CA_PEM } }),
+      ], "service-ca on a ConfigMap that does not ask for a bundle");
+      await kubectlRefused(kc, serviceCA, [
+        "-n",
+        ns,
+        "patch",
+        "configmap",
+        "ca",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ metadata: { labels: { [MANAGED]: null } } }),
+      ], "service-ca removing espejo's label");
+
+      // The legacy token cleaner labels an unused legacy token Secret, then deletes it; a tenant's ServiceAccount of
+      // the same name may do neither.
+      const invalidSince = JSON.stringify({
+        metadata: { labels: { "kubernetes.io/legacy-token-invalid-since": "2026-12-06" } },
+      });
+      await kubectlRefused(kc, fakeTokenCleaner, [
+        "-n",
+        ns,
+        "patch",
+        "secret",
+        "legacy",
+        "--type=merge",
+        "-p",
+        invalidSince,
+      ], "a tenant's ServiceAccount named legacy-service-account-token-cleaner");
+      await admitted(
+        kc,
+        tokenCleaner,
+        ["-n", ns, "patch", "secret", "legacy", "--type=merge", "-p", invalidSince],
+        "the token cleaner's label",
+      );
+      await kubectlRefused(
+        kc,
+        fakeTokenCleaner,
+        ["-n", ns, "delete", "secret", "legacy", "--wait=false"],
+        "a tenant's ServiceAccount deleting the legacy token",
+      );
+      await admitted(
+        kc,
+        tokenCleaner,
+        ["-n", ns, "delete", "secret", "legacy", "--wait=false"],
+        "the token cleaner's deletion",
+      );
+      assert.equal(await getObject(admin, `${api}/secrets/legacy`), undefined);
+
+      // The namespace controller empties a namespace being deleted; a kubelet deletes a pod that has stopped; the
+      // scheduler deletes a pod it preempts. The tenant may do none of it.
+      await refused(
+        () => tenant.request({ method: "DELETE", path: `${api}/pods/stopped` }),
+        "a labelled pod's deletion",
+        tenantName,
+      );
+      await admitted(
+        kc,
+        namespaceController,
+        ["-n", ns, "delete", "configmap", "emptied", "--wait=false"],
+        "the namespace controller's deletion",
+      );
+      await admitted(
+        kc,
+        kubelet,
+        ["-n", ns, "delete", "pod", "stopped", "--wait=false"],
+        "a kubelet's deletion of its pod",
+      );
+      await admitted(
+        kc,
+        scheduler,
+        ["-n", ns, "delete", "pod", "preempted", "--wait=false"],
+        "the scheduler's preemption",
+      );
+      for (const path of [`${api}/configmaps/emptied`, `${api}/pods/stopped`, `${api}/pods/preempted`]) {
+        await eventually(async () => !(await getObject(admin, path)), 20_000, `${path} to go`);
+      }
+
+      // After all that, espejo's label is where it was.
+      for (const path of [svc, `${api}/configmaps/ca`, `${api}/configmaps/plain`, `${api}/secrets/bundle`]) {
+        assert.equal((await getObject(admin, path))?.metadata?.labels?.[MANAGED], "espejo", path);
+      }
+      assert.equal((await getObject(admin, `${api}/configmaps/plain`))?.data?.a, "1");
+    } finally {
+      tenant.close();
+      await policy?.remove();
+      await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${ns}` }).catch(() => {});
+      admin.close();
+    }
+  },
+);
+
+/** An EndpointSlice of Service `web` as the EndpointSlice controller makes it: the Service's labels and its own. */
+function slice(name: string) {
+  return {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      name,
+      labels: {
+        ...LABEL,
+        app: "web",
+        "kubernetes.io/service-name": "web",
+        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+      },
+    },
+    addressType: "IPv4",
+    endpoints: [],
+    ports: [{ name: "http", port: 80, protocol: "TCP" }],
+  };
+}
 
 /**
  * What the policy costs espejo's writes: 100 updates of a labelled object under espejo's identity, matched by the
