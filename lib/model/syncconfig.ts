@@ -129,11 +129,20 @@ function markShadowed(items: SyncItemSpec[]): void {
   }
 }
 
+/**
+ * The apiVersion as the API server writes it: `/v1`, which the server admits in a SyncConfig and discovery resolves
+ * to the core group, is `v1`. Every check by spelling after this (Secret normalisation, string maps, server defaults)
+ * then sees one spelling for one resource; `espejo plan` masks Secrets by the resolved resource anyway.
+ */
+export function canonicalApiVersion(apiVersion: string): string {
+  return apiVersion.startsWith("/") ? apiVersion.slice(1) : apiVersion;
+}
+
 function compileDeleteItem(raw: unknown, index: number): DeleteItemSpec {
   const field = `.spec.deleteItems[${index}]`;
   const item = isObject(raw) ? raw : {};
   const string = (k: string) => typeof item[k] === "string" ? item[k] as string : "";
-  const apiVersion = string("apiVersion");
+  const apiVersion = canonicalApiVersion(string("apiVersion"));
   const kind = string("kind");
   const name = string("name");
   const missing = [!apiVersion && "apiVersion", !kind && "kind", !name && "name"].filter(Boolean);
@@ -149,7 +158,7 @@ function compileDeleteItem(raw: unknown, index: number): DeleteItemSpec {
 function compileSyncItem(raw: unknown, index: number): SyncItemSpec {
   const field = `.spec.syncItems[${index}]`;
   const item = isObject(raw) ? (raw as KubeObject) : {};
-  const apiVersion = typeof item.apiVersion === "string" ? item.apiVersion : "";
+  const apiVersion = canonicalApiVersion(typeof item.apiVersion === "string" ? item.apiVersion : "");
   const kind = typeof item.kind === "string" ? item.kind : "";
   const name = isObject(item.metadata) && typeof item.metadata.name === "string" ? item.metadata.name : "";
   const missing = [!apiVersion && "apiVersion", !kind && "kind", !name && "metadata.name"].filter(Boolean);
@@ -170,6 +179,7 @@ function compileSyncItem(raw: unknown, index: number): SyncItemSpec {
     );
   }
   const template: KubeObject = structuredClone(item);
+  if (apiVersion) template.apiVersion = apiVersion;
   const metadata = { ...(isObject(template.metadata) ? template.metadata : {}) };
   for (const k of SERVER_OWNED_METADATA) delete metadata[k];
   delete template.status;

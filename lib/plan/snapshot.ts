@@ -10,7 +10,7 @@ import { listNamespacesPath } from "../kube/api/core_v1_client.ts";
 import { collectionPath, Discovery, type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import { listAll } from "../kube/list.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
+import { canonicalApiVersion, keyOf, type SyncConfig } from "../model/syncconfig.ts";
 import { decodeSyncConfig, syncConfigsPath } from "../sync/syncconfig_api.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 
@@ -42,7 +42,9 @@ function kindsOf(sc: SyncConfig): [string, string][] {
     kind?: unknown;
   }[];
   return items.flatMap((i) =>
-    typeof i?.apiVersion === "string" && typeof i.kind === "string" ? [[i.apiVersion, i.kind] as [string, string]] : []
+    typeof i?.apiVersion === "string" && typeof i.kind === "string"
+      ? [[canonicalApiVersion(i.apiVersion), i.kind] as [string, string]]
+      : []
   );
 }
 

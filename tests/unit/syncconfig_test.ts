@@ -491,3 +491,20 @@ Deno.test("compileSyncConfig does not let an item with a problem shadow a valid 
   assert.equal(config_.syncItems[0].problem, undefined);
   assert.match(config_.syncItems[1].problem ?? "", /data\["a"\] is not a string/);
 });
+
+Deno.test("compileSyncConfig: an item spelled apiVersion /v1 is compiled as v1, so every check by spelling sees one", () => {
+  const r = compileSyncConfig({
+    metadata: { namespace: "espejo", name: "slash" },
+    spec: {
+      namespaceSelector: { matchNames: ["a"] },
+      syncItems: [{ apiVersion: "/v1", kind: "Secret", metadata: { name: "s" }, stringData: { k: 1 } }],
+      deleteItems: [{ apiVersion: "/v1", kind: "Secret", name: "old" }],
+    },
+  } as unknown as SyncConfig);
+  assert.ok(r.ok);
+  const [item] = r.config.syncItems;
+  assert.equal(item.apiVersion, "v1");
+  assert.equal(item.template.apiVersion, "v1");
+  assert.match(item.problem ?? "", /stringData/, "the string-map check of core Secrets applies");
+  assert.equal(r.config.deleteItems[0].apiVersion, "v1");
+});
