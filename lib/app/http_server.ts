@@ -2,7 +2,6 @@
 import type { ListenAddr } from "./config.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { MAX_AUTHORIZATION_BYTES, type MetricsAuth } from "./metrics_auth.ts";
-import { RETRY_AFTER_SECONDS } from "./review_budget.ts";
 import type { ServingCert } from "./self_signed.ts";
 
 export interface Probes {
@@ -39,16 +38,10 @@ export interface SecureMetrics {
 }
 
 /**
- * Requests the metrics server handles at once; more are answered 503 at once. Scrapers are a few; anything beyond
- * is someone else, and each request held costs memory.
- */
-export const MAX_METRICS_REQUESTS = 64;
-
-/**
- * Serves /metrics. With `secure`, over HTTPS to authorized scrapers only: a request is checked (and may wait) only
- * within {@link MAX_METRICS_REQUESTS} at once, an Authorization header longer than
- * {@link MAX_AUTHORIZATION_BYTES} is answered 431 unreviewed, and a check is aborted when its client goes away.
- * Refusals for want of budget carry `Retry-After`.
+ * Serves /metrics. With `secure`, over HTTPS to authorized scrapers only (lib/app/metrics_auth.ts bounds what the
+ * checks cost): an Authorization header longer than {@link MAX_AUTHORIZATION_BYTES} is answered 431 unreviewed, a
+ * check is given the request's signal (aborted when the client goes away), and a refusal for want of budget carries
+ * `Retry-After`.
  */
 export function serveMetrics(
   addr: ListenAddr,
@@ -56,7 +49,6 @@ export function serveMetrics(
   signal: AbortSignal,
   secure?: SecureMetrics,
 ): Deno.HttpServer {
-  let handling = 0;
   return serve(addr, signal, async (req) => {
     const path = new URL(req.url).pathname;
     if (path !== "/metrics") return new Response("not found\n", { status: 404 });
@@ -68,19 +60,7 @@ export function serveMetrics(
           { status: 431 },
         );
       }
-      if (handling >= MAX_METRICS_REQUESTS) {
-        return new Response("Service Unavailable: too many requests at once\n", {
-          status: 503,
-          headers: { "retry-after": String(RETRY_AFTER_SECONDS) },
-        });
-      }
-      handling++;
-      let verdict;
-      try {
-        verdict = await secure.auth.check(authorization, path, req.signal);
-      } finally {
-        handling--;
-      }
+      const verdict = await secure.auth.check(authorization, path, req.signal);
       if (!verdict.ok) {
         const retry = "retryAfterSeconds" in verdict ? { "retry-after": String(verdict.retryAfterSeconds) } : undefined;
         return new Response(`${verdict.reason}\n`, { status: verdict.status, headers: retry });

@@ -18,7 +18,8 @@
  *   token is cached (nothing was learned). Tokens allowed within {@link KNOWN_MS} go before unknown ones. The reviews
  *   are sent by a client of their own, never through the sync client's rate limiter.
  * - Concurrent scrapes with one token share one check; a check whose clients all went away is aborted, and none takes
- *   longer than {@link CHECK_TIMEOUT_MS} (controller-runtime's `TokenAccessReviewTimeout`), waiting included.
+ *   longer than {@link CHECK_TIMEOUT_MS} (controller-runtime's `TokenAccessReviewTimeout`), waiting included. At most
+ *   {@link MAX_WAITING_SCRAPES} scrapes wait for verdicts at once; more are answered 503 at once.
  * - A token longer than {@link MAX_AUTHORIZATION_BYTES} is refused without a review.
  */
 import { getLogger } from "@logtape/logtape";
@@ -48,6 +49,11 @@ export const MAX_AUTHORIZATION_BYTES = 8192;
  * at most two reviews, so a waiting check has its verdict within about 5 s).
  */
 export const BUDGET: Omit<ReviewBudgetOptions, "now"> = { qps: 5, burst: 10, maxInFlight: 4, maxWaiting: 8 };
+/**
+ * Scrapes waiting for a verdict at once. Checks of distinct tokens are bounded by the budget; this bounds scrapes that
+ * share a check (one token sent again and again while its review is under way), each holding a connection.
+ */
+export const MAX_WAITING_SCRAPES = 64;
 /** Refusals are logged at most this often. */
 const LOG_EVERY_MS = 60_000;
 
@@ -92,6 +98,7 @@ export class MetricsAuth {
   readonly #budget: ReviewBudget;
   readonly #key: Promise<CryptoKey>;
   readonly #now: () => number;
+  #waitingScrapes = 0;
   #refusedSinceLog = 0;
   #lastLog = -Infinity;
 
@@ -145,8 +152,21 @@ export class MetricsAuth {
     return authz && verdictOf(authn.user, path, authz);
   }
 
-  /** Joins the check under way for this token and path, or starts one. */
-  #flight(token: string, digest: string, path: string, signal: AbortSignal): Promise<Verdict> {
+  /**
+   * Joins the check under way for this token and path, or starts one; at most {@link MAX_WAITING_SCRAPES} scrapes
+   * wait at once (a scrape answered from the caches never waits).
+   */
+  async #flight(token: string, digest: string, path: string, signal: AbortSignal): Promise<Verdict> {
+    if (this.#waitingScrapes >= MAX_WAITING_SCRAPES) return TOO_MANY_WAITING;
+    this.#waitingScrapes++;
+    try {
+      return await this.#join(token, digest, path, signal);
+    } finally {
+      this.#waitingScrapes--;
+    }
+  }
+
+  #join(token: string, digest: string, path: string, signal: AbortSignal): Promise<Verdict> {
     const key = `${digest} ${path}`;
     let flight = this.#flights.get(key);
     if (!flight) {
@@ -314,6 +334,13 @@ class Flight {
     });
   }
 }
+
+const TOO_MANY_WAITING: Verdict = {
+  ok: false,
+  status: 503,
+  reason: "Service Unavailable: too many scrapes are waiting for a verdict; try again later",
+  retryAfterSeconds: RETRY_AFTER_SECONDS,
+};
 
 /** The verdict for a client that went away before it had one. */
 const GONE: Verdict = {

@@ -12,8 +12,13 @@ import { makeCerts } from "../../testenv/certs.ts";
 import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { shippedFlags } from "../../testenv/permissions.ts";
 import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { Cgroup } from "../../testenv/cgroup.ts";
+import { imageEnvironment } from "../../testenv/image_env.ts";
+import { shippedArgv, spawnLogged } from "../../testenv/process.ts";
+import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "../../testenv/harness.ts";
 import { isAlreadyExists } from "../../lib/kube/errors.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -36,6 +41,19 @@ function scrape(port: number, token?: string, ca?: string): Promise<{ status: nu
   });
 }
 
+/** deploy/'s two ClusterRoles: the reviews espejo makes, and the right a scraper needs. */
+async function installMetricsRoles(admin: HttpKubeClient): Promise<void> {
+  const roles = parseAllDocuments(await Deno.readTextFile(join(repoRoot, "deploy/rbac/metrics_auth_role.yaml")))
+    .map((d) => d.toJSON()).filter((o) => o?.kind === "ClusterRole");
+  assert.deepEqual(roles.map((r) => r.metadata.name), ["espejo-metrics-auth", "espejo-metrics-reader"]);
+  for (const role of roles) {
+    await admin.request({ method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/clusterroles", body: role })
+      .catch((e) => {
+        if (!isAlreadyExists(e)) throw e;
+      });
+  }
+}
+
 Deno.test("--metrics-secure serves /metrics over HTTPS only to a token allowed to get /metrics", opts, async () => {
   const c = await testCluster();
   const admin = clientFor(c);
@@ -43,16 +61,7 @@ Deno.test("--metrics-secure serves /metrics over HTTPS only to a token allowed t
   const dir = await Deno.makeTempDir();
   const children: Deno.ChildProcess[] = [];
   try {
-    // deploy/'s two ClusterRoles: the reviews espejo makes, and the right a scraper needs.
-    const roles = parseAllDocuments(await Deno.readTextFile(join(repoRoot, "deploy/rbac/metrics_auth_role.yaml")))
-      .map((d) => d.toJSON()).filter((o) => o?.kind === "ClusterRole");
-    assert.deepEqual(roles.map((r) => r.metadata.name), ["espejo-metrics-auth", "espejo-metrics-reader"]);
-    for (const role of roles) {
-      await admin.request({ method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/clusterroles", body: role })
-        .catch((e) => {
-          if (!isAlreadyExists(e)) throw e;
-        });
-    }
+    await installMetricsRoles(admin);
     await espejoIdentity(admin, ns);
     const espejo = await createServiceAccount(admin, ns, "espejo", "espejo-metrics-auth");
     const scraper = await createServiceAccount(admin, ns, "scraper", "espejo-metrics-reader");
@@ -116,3 +125,220 @@ Deno.test("--metrics-secure serves /metrics over HTTPS only to a token allowed t
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+const MiB = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+/**
+ * One GET /metrics on a TLS connection of its own, as a flood sends it: the status, or "timeout" when there was no
+ * reply within `giveUpMs` (the connection is then closed), or "error".
+ */
+async function rawScrape(
+  port: number,
+  ca: string,
+  token: string,
+  giveUpMs: number,
+): Promise<{ status: number | "timeout" | "error"; retryAfter?: number }> {
+  let conn: Deno.TlsConn | undefined;
+  const timer = setTimeout(() => conn?.close(), giveUpMs);
+  let timedOut = false;
+  const deadline = setTimeout(() => timedOut = true, giveUpMs);
+  try {
+    conn = await Deno.connectTls({ hostname: "127.0.0.1", port, caCerts: [ca] });
+    if (timedOut) return { status: "timeout" };
+    const head =
+      `GET /metrics HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nauthorization: Bearer ${token}\r\n\r\n`;
+    await conn.write(new TextEncoder().encode(head));
+    let text = "";
+    const buf = new Uint8Array(4096);
+    while (!text.includes("\r\n\r\n")) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      text += new TextDecoder().decode(buf.subarray(0, n));
+    }
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+    if (!status) return { status: timedOut ? "timeout" : "error" };
+    const retryAfter = /^retry-after: (\d+)/mi.exec(text)?.[1];
+    return { status, retryAfter: retryAfter ? Number(retryAfter) : undefined };
+  } catch {
+    return { status: timedOut ? "timeout" : "error" };
+  } finally {
+    clearTimeout(timer);
+    clearTimeout(deadline);
+    try {
+      conn?.close();
+    } catch { /* closed by the timer */ }
+  }
+}
+
+const FLOOD_PER_SECOND = 150;
+/** Longer than the 1-minute authentication cache: the scraper's verdict is renewed during the flood. */
+const FLOOD_SECONDS = 75;
+const RECONCILE_INTERVAL_MS = 10_000;
+
+Deno.test(
+  "--metrics-secure inside 100M/30 %: a flood of unknown tokens neither kills the controller nor delays restores, " +
+    "and a scraper still gets its metrics",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const ns = uniqueName("metrics-flood");
+    const target = uniqueName("metrics-flood-target");
+    const dir = await Deno.makeTempDir({ prefix: "espejo-metrics-flood-" });
+    const cgroup = await Cgroup.create(`espejo-metricsflood-${crypto.randomUUID().slice(0, 8)}`, "100M", 0.3);
+    let child: Deno.ChildProcess | undefined;
+    let exited: Deno.CommandStatus | undefined;
+    const logFile = join(dir, "controller.log");
+    const logTail = async () => (await Deno.readTextFile(logFile).catch(() => "")).slice(-3000);
+    try {
+      await installMetricsRoles(admin);
+      await espejoIdentity(admin, ns);
+      const espejo = await createServiceAccount(admin, ns, "espejo", "espejo-metrics-auth");
+      const scraper = await createServiceAccount(admin, ns, "scraper", "espejo-metrics-reader");
+      const kubeconfig = join(dir, "kubeconfig");
+      await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, espejo));
+      const certs = await makeCerts(dir);
+      const certDir = join(dir, "metrics-certs");
+      await Deno.mkdir(certDir);
+      await Deno.copyFile(certs.servingCert, join(certDir, "tls.crt"));
+      await Deno.copyFile(certs.servingKey, join(certDir, "tls.key"));
+      const ca = await Deno.readTextFile(certs.caCert);
+      await createNamespace(admin, target);
+      await createSyncConfig(admin, ns, "flood", {
+        namespaceSelector: { matchNames: [target] },
+        syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "policy" }, data: { a: "b" } }],
+      });
+
+      const [port, healthPort] = await freePorts(2);
+      child = spawnLogged(
+        shippedArgv([
+          ...["--kubeconfig", kubeconfig, "--metrics-secure", `--metrics-addr=127.0.0.1:${port}`],
+          ...["--metrics-cert-path", certDir, `--health-addr=127.0.0.1:${healthPort}`, "--log-format=json"],
+          `--reconcile-interval=${RECONCILE_INTERVAL_MS / 1000}s`,
+        ]),
+        { env: { ...imageEnvironment(), WATCH_NAMESPACE: ns }, logFile, cgroup },
+      );
+      child.status.then((s) => exited = s);
+      const alive = async () => {
+        if (exited) {
+          throw new Error(
+            `the controller ended (${JSON.stringify(exited)}, ${await cgroup.oomKills()} kills by the memory limit): ` +
+              await logTail(),
+          );
+        }
+      };
+      const policy = `/api/v1/namespaces/${target}/configmaps/policy`;
+      await eventually(
+        async () => {
+          await alive();
+          return await getObject(admin, policy);
+        },
+        120_000,
+        "the ConfigMap synced",
+      );
+      const first = await rawScrape(port, ca, scraper.token, 10_000);
+      assert.equal(first.status, 200, "the scraper, before the flood");
+      const before = await cgroup.stats();
+      cgroup.sampleRss(250);
+      const floodSince = auditNow();
+
+      // The flood: FLOOD_PER_SECOND connections a second, each with a new random 4 KB token, each giving up after
+      // 1 s; started by the clock (how many should have started by now), so a slow machine sends no burst.
+      const statuses = new Map<string, number>();
+      const floodDone = (async () => {
+        const started = performance.now();
+        const all: Promise<void>[] = [];
+        let sent = 0;
+        while (performance.now() - started < FLOOD_SECONDS * 1000) {
+          const due = Math.floor(((performance.now() - started) / 1000) * FLOOD_PER_SECOND);
+          for (; sent < due; sent++) {
+            const bytes = crypto.getRandomValues(new Uint8Array(3072));
+            const token = btoa(String.fromCharCode(...bytes)); // 4096 characters
+            all.push(
+              rawScrape(port, ca, token, 1000).then((r) => {
+                statuses.set(String(r.status), (statuses.get(String(r.status)) ?? 0) + 1);
+              }),
+            );
+          }
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await Promise.all(all);
+        return sent;
+      })();
+
+      // Meanwhile: the scraper every 5 s (retrying after a 429 or 503 as Retry-After says, within 15 s), and the
+      // synced ConfigMap deleted three times, each restore timed.
+      const floodStart = performance.now();
+      const scrapes: { at: number; status: number | string; tries: number }[] = [];
+      const scraping = (async () => {
+        while (performance.now() - floodStart < FLOOD_SECONDS * 1000) {
+          const at = Math.round((performance.now() - floodStart) / 1000);
+          const begun = performance.now();
+          let r = await rawScrape(port, ca, scraper.token, 10_000);
+          let tries = 1;
+          while ((r.status === 429 || r.status === 503) && performance.now() - begun < 15_000) {
+            await new Promise((res) => setTimeout(res, (r.retryAfter ?? 1) * 1000));
+            r = await rawScrape(port, ca, scraper.token, 10_000);
+            tries++;
+          }
+          scrapes.push({ at, status: r.status, tries });
+          await new Promise((res) => setTimeout(res, 5000));
+        }
+      })();
+      const restores: number[] = [];
+      for (const atSeconds of [10, 40, 65]) {
+        while (performance.now() - floodStart < atSeconds * 1000) await new Promise((r) => setTimeout(r, 100));
+        await admin.request({ method: "DELETE", path: policy });
+        const deleted = performance.now();
+        await eventually(
+          async () => {
+            await alive();
+            return await getObject(admin, policy);
+          },
+          4 * RECONCILE_INTERVAL_MS,
+          `the ConfigMap restored (deleted ${atSeconds} s into the flood)`,
+        );
+        restores.push(Math.round(performance.now() - deleted));
+      }
+      const sent = await floodDone;
+      await scraping;
+      const after = await cgroup.stats();
+      await alive();
+      const reviews = (await requestsBy(c, espejo, floodSince)).filter((e) =>
+        e.verb === "create" && /^(tokenreviews|subjectaccessreviews)$/.test(e.objectRef?.resource ?? "")
+      ).length;
+      const peak = cgroup.peakRssBytes;
+      const counts = JSON.stringify(Object.fromEntries(statuses));
+      console.log(
+        `metrics flood: ${sent} connections in ${FLOOD_SECONDS} s, statuses ${counts}; ${reviews} reviews by espejo; ` +
+          `restores in ${restores.join(", ")} ms; scraper ${JSON.stringify(scrapes)}; anonymous memory ` +
+          `${MiB(before.rssBytes)} MiB before, peak ${MiB(peak)} MiB, cgroup peak ${MiB(after.maxUsageBytes)} MiB; ` +
+          `throttled ${((after.throttledNs - before.throttledNs) / 1e9).toFixed(1)} s of CPU periods`,
+      );
+      assert.equal(await cgroup.oomKills(), 0, "no kill by the memory limit");
+      for (const ms of restores) {
+        assert.ok(ms <= 2 * RECONCILE_INTERVAL_MS, `restored in ${ms} ms, within 2 intervals`);
+      }
+      assert.ok(scrapes.length >= FLOOD_SECONDS / 6, `${scrapes.length} scrapes`);
+      const failed = scrapes.filter((r) =>
+        r.status !== 200
+      );
+      assert.deepEqual(failed, [], "every scrape got its metrics");
+      assert.ok((statuses.get("429") ?? 0) > 0, "the flood was refused with 429");
+      // The budget's 5 a second (and 10 at once), over the flood and the last scrapes after it.
+      assert.ok(reviews <= 10 + 5 * (FLOOD_SECONDS + 20), `${reviews} reviews in about ${FLOOD_SECONDS} s`);
+      assert.ok(peak < 80 * 1024 * 1024, `anonymous peak ${MiB(peak)} MiB, under 80 MiB`);
+    } finally {
+      try {
+        child?.kill("SIGTERM");
+      } catch { /* gone */ }
+      await child?.status;
+      await cgroup.remove();
+      for (const n of [ns, target]) {
+        await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${n}` }).catch(() => {});
+      }
+      admin.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);

@@ -1,9 +1,9 @@
 /**
  * The metrics server's own bounds with `--metrics-secure` (lib/app/http_server.ts), on a loopback port with a fake
- * check: oversized Authorization headers, requests at once, Retry-After, and a check aborted when its client leaves.
+ * check: oversized Authorization headers, Retry-After, and a check aborted when its client leaves.
  */
 import assert from "node:assert/strict";
-import { MAX_METRICS_REQUESTS, serveMetrics } from "../../lib/app/http_server.ts";
+import { serveMetrics } from "../../lib/app/http_server.ts";
 import { MAX_AUTHORIZATION_BYTES, type Verdict } from "../../lib/app/metrics_auth.ts";
 import { selfSignedCert, type ServingCert } from "../../lib/app/self_signed.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
@@ -105,21 +105,3 @@ Deno.test("serveMetrics aborts a check when its client goes away", opts, () =>
     await until(() => auth.signals.length === 1, "the check");
     await until(() => auth.signals[0].aborted, "the check's signal to abort");
   }));
-
-Deno.test(
-  `serveMetrics checks at most ${MAX_METRICS_REQUESTS} requests at once, answers 503 beyond`,
-  opts,
-  () =>
-    withServer(async (port, cert, auth) => {
-      const held = Array.from({ length: MAX_METRICS_REQUESTS }, () => get(port, cert, { authorization: "Bearer t" }));
-      await until(() => auth.signals.length === MAX_METRICS_REQUESTS, "the checks");
-      const over = await get(port, cert, { authorization: "Bearer t" });
-      assert.equal(over?.status, 503);
-      assert.match(over!.head, /^retry-after: 1$/mi);
-      assert.equal(auth.signals.length, MAX_METRICS_REQUESTS, "not checked");
-      auth.releaseAll();
-      assert.ok((await Promise.all(held)).every((r) => r?.status === 200));
-      auth.hold = false;
-      assert.equal((await get(port, cert, { authorization: "Bearer t" }))?.status, 200, "room again");
-    }),
-);

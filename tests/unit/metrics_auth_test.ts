@@ -11,6 +11,7 @@ import {
   CHECK_TIMEOUT_MS,
   DENIED_MS,
   MAX_AUTHORIZATION_BYTES,
+  MAX_WAITING_SCRAPES,
   MetricsAuth,
   type Verdict,
 } from "../../lib/app/metrics_auth.ts";
@@ -182,6 +183,24 @@ Deno.test("MetricsAuth aborts a check once every client waiting for it has gone 
   // Nothing was learned: the next scrape reviews.
   api.hold = false;
   assert.ok((await auth.check(bearer("good"), "/metrics")).ok);
+});
+
+Deno.test("MetricsAuth: at most 64 scrapes wait for verdicts, 503 beyond; one answered from the caches never waits", async () => {
+  const api = scraper();
+  const auth = new MetricsAuth(api);
+  assert.ok((await auth.check(bearer("good"), "/metrics")).ok);
+  api.hold = true;
+  const waiting = Array.from({ length: MAX_WAITING_SCRAPES }, () => auth.check(bearer("other"), "/metrics"));
+  await flush();
+  const over = await auth.check(bearer("other"), "/metrics");
+  assert.equal(over.ok ? 200 : over.status, 503);
+  assert.equal((over as { retryAfterSeconds?: number }).retryAfterSeconds, 1);
+  assert.ok((await auth.check(bearer("good"), "/metrics")).ok, "from the caches");
+  api.held.shift()!.release();
+  await flush();
+  api.held.shift()!.release();
+  assert.ok((await Promise.all(waiting)).every((v) => !v.ok && v.status === 403));
+  assert.equal(api.reviews("TokenReview"), 2);
 });
 
 Deno.test(
