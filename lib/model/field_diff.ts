@@ -8,6 +8,7 @@
  * that the item does not set, every annotation) is listed key by key, so that no value hides in an object shown at
  * once.
  */
+import { jsonText } from "../kube/canonical_json.ts";
 import { deepEqual, isObject, type KubeObject, withoutAnnotation } from "../kube/objects.ts";
 import { serverOwned } from "./drift.ts";
 import {
@@ -31,7 +32,7 @@ export interface FieldChange {
 const MAX_VALUE = 60;
 
 function show(v: unknown): string {
-  const text = JSON.stringify(v) ?? "null";
+  const text = jsonText(v) ?? "null"; // an observed value, nested as deep as a tenant likes
   return text.length <= MAX_VALUE ? text : `${text.slice(0, MAX_VALUE - 3)}...`;
 }
 

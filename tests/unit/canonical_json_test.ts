@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { canonicalJson } from "../../lib/kube/canonical_json.ts";
+import { canonicalJson, jsonText } from "../../lib/kube/canonical_json.ts";
+import { API_SERVER_MAX_DEPTH, MAX_WALK_DEPTH } from "../../lib/kube/json_depth.ts";
 import { hashOfNow } from "../../lib/kube/objects.ts";
 
 /** The first version, word for word: every hash espejo wrote was made from its text. */
@@ -75,4 +76,78 @@ Deno.test("the hash of an object is what every earlier version wrote into its ha
     data: { "a.yaml": 'key: "value"\n', b: "ünïcödé" },
   };
   assert.equal(hashOfNow(object), PINNED);
+});
+
+/** `inner` inside `levels` containers: objects under key `key`, or one-element arrays when `key` is undefined. */
+function nestedIn(inner: unknown, levels: number, key?: string): unknown {
+  let v = inner;
+  for (let i = 0; i < levels; i++) v = key === undefined ? [v] : { [key]: v, b: i };
+  return v;
+}
+
+/** The canonical text of {@link nestedIn}, written from the outside in. */
+function nestedText(innerText: string, levels: number, key?: string): string {
+  if (key === undefined) return "[".repeat(levels) + innerText + "]".repeat(levels);
+  let head = "", tail = "";
+  const k = JSON.stringify(key);
+  for (let i = levels - 1; i >= 0; i--) {
+    // Keys sorted: an array-index key ("0") before "b", any other after it only if it sorts after.
+    if (k < '"b"') {
+      head += `{${k}:`;
+      tail = `,"b":${i}}` + tail;
+    } else {
+      head += `{"b":${i},${k}:`;
+      tail = "}" + tail;
+    }
+  }
+  return head + innerText + tail;
+}
+
+Deno.test("canonicalJson writes the first version's text for values nested past MAX_WALK_DEPTH", () => {
+  const levels = fc.integer({ min: MAX_WALK_DEPTH - 2, max: MAX_WALK_DEPTH + 40 });
+  const wrapper = fc.constantFrom(undefined, "a", "0", "z", "__proto__");
+  fc.assert(
+    fc.property(value, levels, wrapper, (v, n, k) => {
+      const deep = nestedIn(v, n, k);
+      assert.equal(canonicalJson(deep), plainCanonicalJson(deep));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+/** An object that the engine's JSON.stringify writes off its fast path, by recursion: more keys than it keeps fast. */
+const manyKeys = () => Object.fromEntries(Array.from({ length: 1100 }, (_, i) => [`k${i}`, i]));
+
+for (const depth of [5_000, 8_000, API_SERVER_MAX_DEPTH, 100_000]) {
+  Deno.test(`canonicalJson writes a value nested ${depth} levels deep without throwing`, () => {
+    for (const key of [undefined, "a", "0"]) {
+      assert.ok(canonicalJson(nestedIn("leaf", depth, key)) === nestedText('"leaf"', depth, key));
+    }
+    const leaf = manyKeys();
+    assert.ok(canonicalJson(nestedIn(leaf, depth, "a")) === nestedText(canonicalJson(leaf), depth, "a"));
+    // As a tenant's object arrives: parsed from the server's text, managedFields and all.
+    const parsed = JSON.parse(nestedText('"leaf"', depth, "a"));
+    assert.ok(canonicalJson(parsed) === nestedText('"leaf"', depth, "a"));
+  });
+
+  Deno.test(`jsonText writes a value nested ${depth} levels deep as JSON that parses back to it`, () => {
+    const deep = nestedIn(manyKeys(), depth, "0");
+    const text = jsonText(deep);
+    assert.ok(canonicalJson(JSON.parse(text)) === canonicalJson(deep));
+  });
+}
+
+Deno.test("jsonText is the engine's JSON.stringify within MAX_WALK_DEPTH levels", () => {
+  // Exactly MAX_WALK_DEPTH levels: the inner object and its array are two.
+  const v = nestedIn({ z: 1, a: [1, undefined, "x"], u: undefined }, MAX_WALK_DEPTH - 2, "b2");
+  assert.ok(jsonText(v) === JSON.stringify(v));
+  fc.assert(fc.property(value, (x) => assert.equal(jsonText(x), JSON.stringify(x))), { numRuns: 500 });
+});
+
+Deno.test("canonicalJson throws a TypeError on a cyclic value nested past MAX_WALK_DEPTH, and does not loop", () => {
+  const top: Record<string, unknown> = {};
+  let v: Record<string, unknown> = top;
+  for (let i = 0; i < MAX_WALK_DEPTH + 5; i++) v = v.a = {};
+  v.a = top;
+  assert.throws(() => canonicalJson(top), TypeError);
 });
