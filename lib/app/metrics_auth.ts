@@ -117,9 +117,9 @@ export class MetricsAuth {
     return this.#budget.refused;
   }
 
-  /** Checks holding a slot of the budget and waiting for one, now. */
-  get pending(): { inFlight: number; waiting: number } {
-    return { inFlight: this.#budget.inFlight, waiting: this.#budget.waiting };
+  /** Now: checks holding a slot of the budget, checks waiting for one, scrapes waiting for a verdict. */
+  get pending(): { inFlight: number; waiting: number; scrapes: number } {
+    return { inFlight: this.#budget.inFlight, waiting: this.#budget.waiting, scrapes: this.#waitingScrapes };
   }
 
   /**
