@@ -35,27 +35,23 @@ export const API_SERVER_MAX_DEPTH = 10_000;
  */
 export function deeperThan(value: unknown, limit: number): boolean {
   if (typeof value !== "object" || value === null) return limit < 0;
-  const values: object[] = [value];
-  const depths: number[] = [1];
-  while (values.length > 0) {
-    const v = values.pop()!;
-    const depth = depths.pop()!;
+  // Pairs of a value and its depth; one array, and `for in` rather than Object.values: a third of the time, which
+  // matters without a JIT (every watch event of an object an item names is looked at).
+  const stack: unknown[] = [value, 1];
+  while (stack.length > 0) {
+    const depth = stack.pop() as number;
+    const v = stack.pop() as object;
     if (depth > limit) return true;
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
         const child = v[i];
-        if (typeof child === "object" && child !== null) {
-          values.push(child);
-          depths.push(depth + 1);
-        }
+        if (typeof child === "object" && child !== null) stack.push(child, depth + 1);
       }
       continue;
     }
-    for (const child of Object.values(v)) {
-      if (typeof child === "object" && child !== null) {
-        values.push(child);
-        depths.push(depth + 1);
-      }
+    for (const key in v) {
+      const child = (v as Record<string, unknown>)[key];
+      if (typeof child === "object" && child !== null) stack.push(child, depth + 1);
     }
   }
   return false;
