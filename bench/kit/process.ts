@@ -5,14 +5,11 @@
 import type { Cgroup } from "../../testenv/cgroup.ts";
 import { delay } from "../../testenv/controlplane.ts";
 import { spawnLogged } from "../../testenv/process.ts";
+import { statusKiB } from "../../testenv/memory_sampler.ts";
+
+export { MemorySampler, statusKiB } from "../../testenv/memory_sampler.ts";
 
 const CLK_TCK = 100;
-
-/** The kB fields of /proc/PID/status (VmRSS, VmHWM, RssAnon, RssFile...) by name; 0 when absent or ended. */
-export async function statusKiB(pid: number): Promise<(field: string) => number> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
-  return (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0);
-}
 
 /** CPU time (user and system) of process `pid` so far, in clock ticks of 10 ms; 0 when it ended. */
 export async function cpuTicksOf(pid: number): Promise<number> {
@@ -109,37 +106,5 @@ export class Proc {
     try {
       this.child.kill("SIGKILL");
     } catch { /* gone */ }
-  }
-}
-
-/** Samples /proc/PID/status every 100 ms until stopped; keeps the peaks. */
-export class MemorySampler {
-  peakAnonKiB = 0;
-  peakRssKiB = 0;
-  /** Resident memory once a second, [Unix ms, KiB], across restarts of the process (for the charts). */
-  readonly timeline: [number, number][] = [];
-  #timer?: ReturnType<typeof setInterval>;
-
-  start(pid: number): void {
-    this.stop();
-    this.#timer = setInterval(async () => {
-      const kib = await statusKiB(pid);
-      this.peakAnonKiB = Math.max(this.peakAnonKiB, kib("RssAnon"));
-      this.peakRssKiB = Math.max(this.peakRssKiB, kib("VmHWM"));
-      const now = Date.now();
-      const last = this.timeline.at(-1);
-      if (kib("VmRSS") && (!last || now - last[0] >= 1000)) this.timeline.push([now, kib("VmRSS")]);
-    }, 100);
-  }
-
-  /** The next peaks count from now (a restart's are its own). */
-  resetPeaks(): void {
-    this.peakAnonKiB = 0;
-    this.peakRssKiB = 0;
-  }
-
-  stop(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    this.#timer = undefined;
   }
 }

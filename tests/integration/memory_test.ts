@@ -13,8 +13,7 @@ import { join } from "node:path";
 import { Cgroup } from "../../testenv/cgroup.ts";
 import { freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
-import { imageEnvironment } from "../../testenv/image_env.ts";
-import { shippedArgv, spawnLogged } from "../../testenv/process.ts";
+import { ControllerProcess } from "../../testenv/controller_process.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import {
@@ -33,71 +32,6 @@ const SCALE = Number(Deno.env.get("ESPEJO_MEMORY_SCALE") ?? "1");
 const MEMORY_LIMIT = 100 * 1024 * 1024;
 const CPU_QUOTA = 0.3;
 const MiB = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
-
-/** The controller as a process inside `cgroup`; its output goes to a file (nothing here must keep a pipe drained). */
-class ControllerProcess {
-  child?: Deno.ChildProcess;
-  exit?: Promise<Deno.CommandStatus>;
-  exited?: Deno.CommandStatus;
-  constructor(
-    readonly cgroup: Cgroup,
-    readonly kubeconfig: string,
-    readonly healthPort: number,
-    readonly logFile: string,
-    readonly watchNamespace: string,
-  ) {}
-
-  async start(): Promise<void> {
-    const argv = shippedArgv([
-      "--kubeconfig",
-      this.kubeconfig,
-      "--metrics-addr=0",
-      `--health-addr=127.0.0.1:${this.healthPort}`,
-      "--log-format=json",
-    ]);
-    this.child = spawnLogged(argv, {
-      env: { ...imageEnvironment(), WATCH_NAMESPACE: this.watchNamespace },
-      logFile: this.logFile,
-      cgroup: this.cgroup,
-    });
-    this.exited = undefined;
-    this.exit = this.child.status.then((s) => (this.exited = s));
-    await eventually(
-      async () => {
-        if (this.exited) {
-          throw new Error(`the controller exited (${JSON.stringify(this.exited)}): ${await this.logTail()}`);
-        }
-        return (await fetch(`http://127.0.0.1:${this.healthPort}/readyz`).catch(() => undefined))?.status === 200;
-      },
-      180_000,
-      "the controller to be ready",
-    );
-  }
-
-  /** Whether the process still runs (a kill by the memory limit ends it). */
-  running(): boolean {
-    return this.child !== undefined && this.exited === undefined;
-  }
-
-  /** Fails (for `eventually` to report) once the process has ended, with the cgroup's count of kills. */
-  async alive(): Promise<void> {
-    if (this.running()) return;
-    const kills = await this.cgroup.oomKills();
-    throw new Error(`the controller ended (${JSON.stringify(this.exited)}, ${kills} kills by the memory limit)`);
-  }
-
-  async stop(): Promise<Deno.CommandStatus | undefined> {
-    if (!this.child) return undefined;
-    if (this.running()) this.child.kill("SIGTERM");
-    const status = await this.exit!;
-    this.child = undefined;
-    return status;
-  }
-
-  async logTail(): Promise<string> {
-    return (await Deno.readTextFile(this.logFile).catch(() => "")).slice(-2000);
-  }
-}
 
 /** Runs `fn` on every element, `width` at a time. */
 async function pool<T>(items: T[], width: number, fn: (item: T) => Promise<unknown>): Promise<void> {
