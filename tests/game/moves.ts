@@ -33,7 +33,7 @@ export interface Move {
   play(rng: Rng, world: World, target: Target): Promise<string>;
 }
 
-const ALL_ITEMS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy"];
+const ALL_ITEMS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy", "resourcequota"];
 const b64 = (s: string) => btoa(s);
 
 function itemOf(world: World, target: Target): GameItem {
@@ -60,6 +60,10 @@ function changeOfSetField(rng: Rng, id: ItemId): [unknown, string] {
       ];
     case "networkpolicy":
       return [{ spec: { podSelector: { matchLabels: { app: w } } } }, `spec.podSelector={app: ${w}}`];
+    case "resourcequota": {
+      const pods = String(rng.int(11, 999));
+      return [{ spec: { hard: { pods } } }, `spec.hard.pods=${pods}`];
+    }
   }
 }
 
@@ -76,6 +80,8 @@ function additionOfUnsetField(rng: Rng, id: ItemId): [unknown, string] {
       return [{ metadata: { labels: { "tenant.example/team": w } } }, `label tenant.example/team=${w}`];
     case "networkpolicy":
       return [{ spec: { egress: [{ to: [{ ipBlock: { cidr: "0.0.0.0/0" } }] }] } }, "spec.egress=[allow all]"];
+    case "resourcequota":
+      return [{ spec: { scopes: ["BestEffort"] } }, "spec.scopes=[BestEffort]"];
   }
 }
 
@@ -91,6 +97,8 @@ function removalOfSetField(rng: Rng, id: ItemId): [unknown, string] {
       return [{ subjects: null }, "subjects"];
     case "networkpolicy":
       return [{ spec: { ingress: null } }, "spec.ingress"];
+    case "resourcequota":
+      return [{ spec: { hard: { configmaps: null } } }, "spec.hard.configmaps"];
   }
 }
 
@@ -171,6 +179,47 @@ export const MOVES: readonly Move[] = [
       const dropOwner = rng.chance(0.5);
       if (dropOwner) await remove(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps/${name}`);
       return `${t}: ownerReference to ConfigMap ${name}: ${said(patched)}${dropOwner ? ", owner deleted" : ""}`;
+    },
+  },
+  {
+    name: "owner-reference-flood",
+    targets: ALL_ITEMS,
+    play: async (rng, w, t) => {
+      // About 1 MiB: one owner that exists (the garbage collector keeps the object) and 4,999 that do not, with a
+      // change espejo must restore, keeping all 5,000 (its cache keeps none of them: threat-model.md, memory).
+      const name = `tenant-owner-${rng.word()}`;
+      const owner = await create(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps`, {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name },
+      });
+      if (!owner.ok || !owner.object) return `${t}: create owner ConfigMap ${name}: ${said(owner)}`;
+      const refs = [
+        { apiVersion: "v1", kind: "ConfigMap", name, uid: owner.object.metadata!.uid },
+        ...Array.from({ length: 4_999 }, (_, i) => ({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          name: `ghost-${i}-${"g".repeat(100)}`,
+          uid: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+        })),
+      ];
+      const [change, words] = changeOfSetField(rng, t as ItemId);
+      const patched = await mergePatch(w.tenant, itemOf(w, t).path, change);
+      const flooded = await mergePatch(w.tenant, itemOf(w, t).path, { metadata: { ownerReferences: refs } });
+      return `${t}: ${words}: ${said(patched)}; 5,000 ownerReferences (owner ${name}): ${said(flooded)}`;
+    },
+  },
+  {
+    name: "status-unlabel",
+    targets: ["resourcequota"],
+    play: async (_rng, w, t) => {
+      // resourcequotas/status keeps the old spec but takes the new metadata: espejo's label goes by a path the
+      // object's own rights do not name.
+      const item = itemOf(w, t);
+      const patched = await mergePatch(w.tenant, `${item.path}/status`, {
+        metadata: { labels: { [MANAGED_LABEL]: null } },
+      });
+      return `${t}: label ${MANAGED_LABEL} removed through the status subresource: ${said(patched)}`;
     },
   },
   {
@@ -257,6 +306,20 @@ export const MOVES: readonly Move[] = [
         await pause(every);
       }
       return `namespace: flapped ${flips} times every ${every} ms, ends ${w.selected ? "on" : "off"}`;
+    },
+  },
+  {
+    name: "namespace-label-flood",
+    targets: ["namespace"],
+    play: async (rng, w) => {
+      // About 1 MiB of labels, as a namespace admin may write: the namespace keeps only the keys selectors read.
+      // The same keys each time (new values), so that a second flood stays under the server's 2 MiB request limit.
+      const tag = rng.word();
+      const labels = Object.fromEntries(
+        Array.from({ length: 10_000 }, (_, i) => [`flood-${i}`.padEnd(63, "x"), `${tag}-`.padEnd(40, "v")]),
+      );
+      const outcome = await mergePatch(w.nsAdmin, `/api/v1/namespaces/${w.ns}`, { metadata: { labels } });
+      return `namespace: 10,000 labels (values ${tag}): ${said(outcome)}`;
     },
   },
 ];

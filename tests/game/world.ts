@@ -1,12 +1,12 @@
 /**
  * The world one game is played in: a tenant namespace selected by a label, a tenant who may edit what espejo syncs
  * there (but only there), a namespace admin who may relabel that one namespace, and two SyncConfigs that sync a
- * ConfigMap, a RoleBinding (SyncConfig "game-prune", pruning on), a Secret and a NetworkPolicy (SyncConfig
- * "game-keep", pruning off) into it. Every identity is a ServiceAccount with a token from the TokenRequest API; the
+ * ConfigMap, a RoleBinding (SyncConfig "game-prune", pruning on), a Secret, a NetworkPolicy and a ResourceQuota
+ * (SyncConfig "game-keep", pruning off) into it. Every identity is a ServiceAccount with a token from the TokenRequest API; the
  * controller is the harness's, under the ClusterRole from deploy/.
  *
- * Rights, and why they suffice: the tenant's Role covers configmaps, secrets, rolebindings and networkpolicies in
- * its namespace. RBAC lets it create or update a RoleBinding only to a role whose permissions it holds there (or
+ * Rights, and why they suffice: the tenant's Role covers configmaps, secrets, rolebindings, networkpolicies and
+ * resourcequotas (with their status subresource) in its namespace. RBAC lets it create or update a RoleBinding only to a role whose permissions it holds there (or
  * with `bind`); both ClusterRoles a game binds ({@link VIEWER_ROLE}, {@link OTHER_ROLE}) grant reads of configmaps
  * and secrets, which the tenant holds in its namespace, so no `bind` is needed. espejo holds those reads too (it
  * has no `bind` or `escalate`, deploy/rbac/cluster_role.yaml), so it may write the binding as well.
@@ -28,8 +28,8 @@ export const SELECT_LABEL = "espejo-game.example/selected";
 export const VIEWER_ROLE = "espejo-game-viewer";
 export const OTHER_ROLE = "espejo-game-other";
 
-export type ItemId = "configmap" | "secret" | "rolebinding" | "networkpolicy";
-export const ITEM_IDS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy"];
+export type ItemId = "configmap" | "secret" | "rolebinding" | "networkpolicy" | "resourcequota";
+export const ITEM_IDS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy", "resourcequota"];
 
 export interface GameConfig {
   name: string;
@@ -126,6 +126,13 @@ function itemsOf(ns: string, prune: GameConfig, keep: GameConfig): GameItem[] {
         ingress: [{ from: [{ namespaceSelector: { matchLabels: { "game.example/trusted": "true" } } }] }],
       },
     }),
+    // A kind with a status subresource that takes label changes (resourcequotas/status keeps the old spec only).
+    make("resourcequota", keep, 2, `/api/v1/namespaces/${ns}/resourcequotas`, {
+      apiVersion: "v1",
+      kind: "ResourceQuota",
+      metadata: { name: "game-quota", labels: policyLabel },
+      spec: { hard: { pods: "10", configmaps: "20" } },
+    }),
   ];
 }
 
@@ -154,7 +161,10 @@ function actorClient(c: TestCluster, identity: Identity, userAgent: string): Htt
   });
 }
 
-/** The tenant: edits configmaps, secrets, rolebindings and networkpolicies in `ns`, nothing else anywhere. */
+/**
+ * The tenant: edits configmaps, secrets, rolebindings, networkpolicies and resourcequotas (their status too) in `ns`,
+ * nothing else anywhere.
+ */
 async function createTenant(c: TestCluster, admin: HttpKubeClient, ns: string): Promise<Actor> {
   const verbs = ["get", "list", "watch", "create", "update", "patch", "delete"];
   await admin.request({
@@ -165,7 +175,7 @@ async function createTenant(c: TestCluster, admin: HttpKubeClient, ns: string): 
       kind: "Role",
       metadata: { name: "tenant-editor" },
       rules: [
-        { apiGroups: [""], resources: ["configmaps", "secrets"], verbs },
+        { apiGroups: [""], resources: ["configmaps", "secrets", "resourcequotas", "resourcequotas/status"], verbs },
         { apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], verbs },
         { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs },
       ],
@@ -303,13 +313,14 @@ export async function createWorld(cluster: TestCluster, intervalMs: number): Pro
     selected: true,
   };
   for (const config of world.configs) {
+    const count = items.filter((i) => i.config === config).length;
     await eventually(
       async () => {
         const s = await statusOf(admin, cfgNs, config.name);
-        return s.synchronizedItemCount === 2 && s.failedItemCount === 0;
+        return s.synchronizedItemCount === count && s.failedItemCount === 0;
       },
       30_000,
-      `SyncConfig ${config.key} to report its 2 items synchronized before the game starts`,
+      `SyncConfig ${config.key} to report its ${count} items synchronized before the game starts`,
     );
   }
   return world;
