@@ -12,7 +12,7 @@ import { asConnectionError } from "./connection_error.ts";
 import { apiErrorFrom } from "./errors.ts";
 import { JsonItemSplitter } from "./json_items.ts";
 import { LineSplitter } from "./json_lines.ts";
-import { TokenBucket } from "./rate_limiter.ts";
+import { flowOf, TokenBucket } from "./rate_limiter.ts";
 import type { Transport, TransportOptions } from "./transport.ts";
 import { fetchTransport } from "./transport_fetch.ts";
 import { NodeTransport } from "./transport_node.ts";
@@ -29,7 +29,10 @@ export interface KubeRequest {
   contentType?: string;
   accept?: string;
   signal?: AbortSignal;
-  /** Goes before other requests waiting for the rate limiter (status and Event writes; see TokenBucket). */
+  /**
+   * Goes before other requests waiting for the rate limiter (status and Event writes; see TokenBucket). The others
+   * take turns by the namespace of their path.
+   */
   urgent?: boolean;
   /** Give up after this long (default {@link DEFAULT_TIMEOUT_MS}); a hung connection must not hang a sync. */
   timeoutMs?: number;
@@ -127,7 +130,7 @@ export class HttpKubeClient implements KubeClient {
    */
   async #exchange<T>(req: KubeRequest, read: (res: Response) => Promise<T>): Promise<T> {
     for (let attempt = 0;; attempt++) {
-      await this.#limiter.take(req.signal, req.urgent);
+      await this.#limiter.take(req.signal, req.urgent, flowOf(req.path));
       // A timer cleared when the reply is in, not AbortSignal.timeout(): that signal lives until its timer fires,
       // and a burst of thousands of writes would keep thousands of them (and their listeners) for a minute.
       const timeout = new AbortController();
