@@ -322,3 +322,159 @@ Deno.test("WorkQueue keeps the tag of the add that gave a key its priority", asy
   q.done("ns/a");
   q.shutdown();
 });
+
+Deno.test(
+  "WorkQueue places a key that comes back from a long processing behind keys that have not had their turn",
+  async () => {
+    let now = 0;
+    const q = new WorkQueue<string>(1, () => now);
+    q.add("tenant", 0);
+    assert.equal((await q.get())?.key, "tenant");
+    now = 2000; // its unit waited 2 s for the client's budget
+    q.add("earlier", 0);
+    q.add("tenant", 0); // its own object changed again meanwhile
+    q.done("tenant"); // queued again at its last place (0) plus the 2 s it took
+    now = 2010;
+    q.add("fresh", 0);
+    now = 5000;
+    q.add("late", 0);
+    const order: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const got = await q.get();
+      order.push(got!.key);
+      q.done(got!.key);
+    }
+    assert.deepEqual(order, ["earlier", "fresh", "late", "tenant"]);
+    assert.equal(q.keysKept, 0);
+    q.shutdown();
+  },
+);
+
+Deno.test("WorkQueue places a key brought back by addAfter after its last processing's turn", async () => {
+  const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+  try {
+    const q = new WorkQueue<string>(1);
+    q.add("tenant", 0);
+    assert.equal((await q.get())?.key, "tenant");
+    clock.tick(1500);
+    q.addAfter("tenant", 0, 1000); // the retry policy's decision, before done
+    q.done("tenant");
+    assert.equal(q.keysKept, 1, "its turn is kept while it is ahead");
+    clock.tick(1000); // queued at its last place plus the 1.5 s it took
+    q.add("fresh", 0);
+    assert.equal((await q.get())?.key, "fresh");
+    q.done("fresh");
+    assert.equal((await q.get())?.key, "tenant");
+    q.done("tenant");
+    assert.equal(q.keysKept, 0, "nothing kept of keys gone from the queue");
+    q.shutdown();
+  } finally {
+    clock.uninstall();
+  }
+});
+
+Deno.test("WorkQueue promotes a key that comes back late, as it did before", async () => {
+  let now = 0;
+  const q = new WorkQueue<string>(2, () => now);
+  q.add("a", 1);
+  await q.get();
+  now = 1000;
+  q.add("a", 1); // during processing
+  q.done("a"); // at priority 1, placed at its turn, 1000
+  q.add("b", 0);
+  q.add("a", 0); // promoted: placed as an add now, behind b
+  assert.equal(q.length(1), 0);
+  assert.deepEqual([(await q.get())?.key, (await q.get())?.key], ["b", "a"]);
+  q.shutdown();
+});
+
+/** One step of the fairness property: what the tenant's keys and the workers do. */
+type FairOp =
+  | { op: "add"; key: number }
+  | { op: "addAfter"; key: number; ms: number }
+  | { op: "tick"; ms: number }
+  | { op: "get" }
+  | { op: "done"; which: number };
+
+const fairOps = fc.array(
+  fc.oneof(
+    fc.record({ op: fc.constant("add" as const), key: fc.nat(5) }),
+    fc.record({ op: fc.constant("addAfter" as const), key: fc.nat(5), ms: fc.integer({ min: 1, max: 3000 }) }),
+    fc.record({ op: fc.constant("tick" as const), ms: fc.integer({ min: 0, max: 3000 }) }),
+    fc.constant({ op: "get" as const }),
+    fc.record({ op: fc.constant("done" as const), which: fc.nat(3) }),
+  ),
+  { maxLength: 80 },
+);
+
+Deno.test(
+  "WorkQueue (property): however other keys are re-added, a fresh key waits one turn of the round at most, " +
+    "and nothing is kept of keys gone from the queue",
+  async () => {
+    await fc.assert(
+      fc.asyncProperty(fairOps, fc.nat(80), async (script: FairOp[], at: number) => {
+        const clock = FakeTimers.withGlobal(globalThis).install({
+          toFake: ["setTimeout", "clearTimeout", "performance"],
+        });
+        const q = new WorkQueue<string>(1);
+        try {
+          const processing: string[] = [];
+          const handedOut: string[] = [];
+          let queuedWhenFreshCame: Set<string> | undefined;
+          let handedBeforeFresh = -1;
+          const step = async (s: FairOp) => {
+            if (s.op === "add") q.add(`t${s.key}`, 0);
+            else if (s.op === "addAfter") q.addAfter(`t${s.key}`, 0, s.ms);
+            else if (s.op === "tick") await clock.tickAsync(s.ms);
+            else if (s.op === "get") {
+              if (!q.length()) return;
+              const got = (await q.get())!;
+              processing.push(got.key);
+              handedOut.push(got.key);
+            } else if (processing.length) {
+              q.done(processing.splice(s.which % processing.length, 1)[0]);
+            }
+          };
+          for (const [i, s] of script.entries()) {
+            if (i === Math.min(at, script.length - 1)) {
+              // A fresh key: what is queued now may go first, once each; nothing added later.
+              queuedWhenFreshCame = new Set(queuedKeys(q, processing));
+              handedBeforeFresh = handedOut.length;
+              q.add("fresh", 0);
+            }
+            await step(s);
+          }
+          if (handedBeforeFresh < 0) return;
+          // Workers take the rest, one key at a time, until the fresh key is out.
+          while (!handedOut.slice(handedBeforeFresh).includes("fresh")) {
+            if (processing.length) q.done(processing.shift()!);
+            if (!q.length()) {
+              await clock.tickAsync(3000);
+              continue;
+            }
+            const got = (await q.get())!;
+            processing.push(got.key);
+            handedOut.push(got.key);
+          }
+          const ahead = handedOut.slice(handedBeforeFresh, handedOut.indexOf("fresh", handedBeforeFresh));
+          assert.equal(new Set(ahead).size, ahead.length, `a key went twice before the fresh one: ${ahead}`);
+          for (const k of ahead) assert.ok(queuedWhenFreshCame!.has(k), `${k}, added after the fresh key, went first`);
+          // Drain: nothing is kept of keys that are done and have no timer.
+          for (const k of processing.splice(0)) q.done(k);
+          await clock.runAllAsync();
+          while (q.length()) q.done((await q.get())!.key);
+          assert.equal(q.keysKept, 0);
+        } finally {
+          q.shutdown();
+          clock.uninstall();
+        }
+      }),
+      { numRuns: 300 },
+    );
+  },
+);
+
+/** The keys waiting in `q`, seen from outside: every key the model knows that is neither processing nor absent. */
+function queuedKeys(q: WorkQueue<string>, processing: string[]): string[] {
+  return [0, 1, 2, 3, 4, 5].map((k) => `t${k}`).filter((k) => !processing.includes(k) && q.isQueued(k));
+}
