@@ -117,6 +117,53 @@ Deno.test("main names why it cannot reach the API server, in the log and in /rea
   }
 });
 
+Deno.test(
+  "main warns at its start that an empty WATCH_NAMESPACE lets any SyncConfig author control every namespace",
+  opts,
+  async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const [closedPort, healthPort] = await freePorts(2);
+      const path = join(dir, "kubeconfig");
+      const identity = { username: "nobody", token: "unused" } as Identity;
+      await Deno.writeTextFile(path, kubeconfigYaml(`https://127.0.0.1:${closedPort}`, "", identity));
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          ...["run", ...shippedFlags(), mainTs, "--kubeconfig", path, "--log-format=json"],
+          ...[`--health-addr=127.0.0.1:${healthPort}`, "--metrics-addr=0"],
+        ],
+        env: { ...imageEnvironment(), WATCH_NAMESPACE: "" },
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+      try {
+        // Serving probes means the start is behind it, and with it the warning.
+        await eventually(
+          async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 503,
+          30_000,
+          "the probes served",
+        );
+      } finally {
+        child.kill("SIGTERM");
+        await child.status;
+      }
+      // Warnings go to stderr (the console sink's console.warn), the rest to stdout: JSON lines either way.
+      const [stdout, stderr] = await output;
+      const lines = `${stdout}\n${stderr}`.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+      const warnings = lines.filter((l) => l.level === "warning");
+      assert.ok(
+        warnings.some((l) =>
+          /WATCH_NAMESPACE is empty: .*anyone who can create a SyncConfig in any namespace/.test(l.message)
+        ),
+        `a warning names the risk: ${(stdout + stderr).slice(0, 2000)}`,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
 Deno.test("main serves probes and metrics, syncs, and exits 0 soon after SIGTERM", opts, async () => {
   const c = await testCluster();
   const admin = clientFor(c);
