@@ -23,6 +23,7 @@ import {
 import { listEach } from "./list.ts";
 import { isAtLeast, isOlder } from "./resource_version.ts";
 import { ObjectStore, type Packing } from "./store.ts";
+import { decodingSafely } from "./safe_decode.ts";
 
 export { objectKey };
 
@@ -79,7 +80,10 @@ export class Reflector<T> {
    */
   lastError: unknown;
 
-  constructor(private readonly client: KubeClient, private readonly opts: ReflectorOptions<T>) {
+  private readonly opts: ReflectorOptions<T>;
+
+  constructor(private readonly client: KubeClient, opts: ReflectorOptions<T>) {
+    this.opts = { ...opts, decode: decodingSafely(opts.decode, opts.path) };
     this.#store = new ObjectStore(opts.packing);
   }
 
