@@ -63,6 +63,7 @@ Deno.test("fast tests: tests/unit/ imports no control plane, no Prometheus tools
     "testenv/shared.ts",
     "testenv/controlplane.ts",
     "testenv/prometheus_tools.ts",
+    "testenv/actionlint.ts",
     "testenv/harness.ts",
     "tests/integration/",
   ];
