@@ -21,12 +21,16 @@ Deno.test("the README installs VERSION and the release workflow publishes the ta
   assert.ok(read("README.md").includes(`ghcr.io/appuio/espejo-deno:v${VERSION}`), "README names the image of VERSION");
   const workflow = parse(read(".github", "workflows", "release.yml"));
   assert.deepEqual(workflow.on.push.tags, ["v*"]);
-  const steps: { run?: string }[] = workflow.jobs.release.steps;
-  const check = steps.find((s) => s.run?.includes("lib/app/version.ts"));
+  const stepsOf = (job: string): { run?: string }[] => workflow.jobs[job].steps;
+  const check = stepsOf("binaries").find((s) => s.run?.includes("lib/app/version.ts"));
   assert.ok(check?.run?.includes('test "${GITHUB_REF_NAME}" = "v${version}"'), "a tag that is not v<VERSION> fails");
   // The workflow's sed reads the line as this test's import does.
   const line = read("lib", "app", "version.ts").split("\n").find((l) => l.startsWith("export const VERSION"));
   assert.equal(line, `export const VERSION = "${VERSION}";`);
+  // The image job needs the checked binaries; the release of the binaries needs the pushed image.
+  assert.equal(workflow.jobs.image.needs, "binaries");
+  assert.deepEqual(workflow.jobs.release.needs, ["binaries", "image"]);
+  const steps = stepsOf("image");
   assert.ok(steps.some((s) => s.run?.includes("kubectl apply -k deploy/")), "deploy/ is smoke-tested before push");
   const push = steps.findIndex((s) => s.run?.includes("docker push"));
   const smoke = steps.findIndex((s) => s.run?.includes("kubectl apply -k deploy/"));
