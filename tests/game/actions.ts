@@ -5,7 +5,9 @@
  * rights should not meet (403, 5xx) is a bug of the game and throws.
  */
 import { ApiError } from "../../lib/kube/errors.ts";
+import { jsonText } from "../../lib/kube/canonical_json.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
+import type { TestCluster } from "../../testenv/shared.ts";
 import type { Actor } from "./world.ts";
 
 /** What a request did: the object it returned, or the refusal in words. */
@@ -43,6 +45,40 @@ export function create(actor: Actor, collection: string, body: KubeObject): Prom
 
 export function remove(actor: Actor, path: string): Promise<Outcome> {
   return attempt(actor.client.request<KubeObject>({ method: "DELETE", path }));
+}
+
+/**
+ * `body` sent as JSON written by jsonText (lib/kube/canonical_json.ts), for a body nested thousands of levels deep:
+ * the HttpKubeClient writes with JSON.stringify, which may recurse past the stack at that depth. The reply is read
+ * with JSON.parse (no recursion); refusals as {@link attempt} takes them.
+ */
+export async function sendDeep(
+  cluster: TestCluster,
+  actor: Actor,
+  method: "POST" | "PUT",
+  path: string,
+  body: unknown,
+): Promise<Outcome> {
+  const http = Deno.createHttpClient({ caCerts: [cluster.caPem] });
+  try {
+    const res = await fetch(cluster.server + path, {
+      method,
+      client: http,
+      body: jsonText(body),
+      headers: { "content-type": "application/json", authorization: `Bearer ${actor.identity.token}` },
+    });
+    const text = await res.text();
+    if (res.ok) return { ok: true, object: JSON.parse(text) as KubeObject };
+    let status: { reason?: string; message?: string } = {};
+    try {
+      status = JSON.parse(text);
+    } catch { /* not a Status: the text is the message */ }
+    return attempt(Promise.reject(
+      new ApiError(res.status, status.reason ?? "Unknown", status.message ?? text.slice(0, 300)),
+    ));
+  } finally {
+    http.close();
+  }
 }
 
 /** `outcome` in a few words for the move list. */

@@ -15,6 +15,8 @@
  *   espejo's to delete. The SyncConfig without pruning leaves its objects as they are.
  */
 import { deepEqual, type KubeObject } from "../../lib/kube/objects.ts";
+import { jsonText } from "../../lib/kube/canonical_json.ts";
+import { deeperThan, MAX_WALK_DEPTH } from "../../lib/kube/json_depth.ts";
 import { counterValue, statusOf, type SyncConfigStatusView } from "../../testenv/harness.ts";
 import {
   CREATED_ANNOTATION,
@@ -44,6 +46,7 @@ export function mismatches(item: GameItem, o: KubeObject | undefined): string[] 
   const problems: string[] = [];
   const t = item.template as Record<string, unknown>;
   const live = o as Record<string, unknown>;
+  // deepEqual recurses as deep as both sides go, so no deeper than the item: a tenant's deep value is not walked.
   for (const [field, want] of Object.entries(t)) {
     if (SERVER_FIELDS.has(field)) continue;
     if (!deepEqual(live[field], want)) problems.push(`.${field} is ${short(live[field])}, want ${short(want)}`);
@@ -67,7 +70,12 @@ export function mismatches(item: GameItem, o: KubeObject | undefined): string[] 
   return problems;
 }
 
+/**
+ * `v` in at most 80 characters. A tenant may nest what it writes 10,000 levels deep (the Widget, world.ts), where
+ * JSON.stringify may recurse past the stack: such a value is said to be deep, with the start of its jsonText.
+ */
 function short(v: unknown): string {
+  if (deeperThan(v, MAX_WALK_DEPTH)) return `(more than ${MAX_WALK_DEPTH} levels deep) ${jsonText(v).slice(0, 40)}...`;
   const s = JSON.stringify(v) ?? "absent";
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }

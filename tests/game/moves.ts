@@ -16,9 +16,10 @@ import {
   SELECT_LABEL,
   type World,
 } from "./world.ts";
-import { create, get, mergePatch, remove, said } from "./actions.ts";
+import { create, get, mergePatch, remove, said, sendDeep } from "./actions.ts";
 import type { Rng } from "./rng.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
+import { API_SERVER_MAX_DEPTH } from "../../lib/kube/json_depth.ts";
 
 export type Target = ItemId | "namespace";
 
@@ -33,7 +34,9 @@ export interface Move {
   play(rng: Rng, world: World, target: Target): Promise<string>;
 }
 
-const ALL_ITEMS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy", "resourcequota"];
+const ALL_ITEMS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy", "resourcequota", "widget"];
+/** How deep the deep-nesting move makes the Widget (the object itself the first level). */
+export const DEEP_LEVELS: readonly number[] = [5_000, 8_000, API_SERVER_MAX_DEPTH];
 const b64 = (s: string) => btoa(s);
 
 function itemOf(world: World, target: Target): GameItem {
@@ -64,6 +67,11 @@ function changeOfSetField(rng: Rng, id: ItemId): [unknown, string] {
       const pods = String(rng.int(11, 999));
       return [{ spec: { hard: { pods } } }, `spec.hard.pods=${pods}`];
     }
+    case "widget": {
+      if (rng.chance(0.5)) return [{ spec: { limits: { cpu: w } } }, `spec.limits.cpu=${w}`];
+      const size = rng.int(4, 99);
+      return [{ spec: { size } }, `spec.size=${size}`];
+    }
   }
 }
 
@@ -82,6 +90,11 @@ function additionOfUnsetField(rng: Rng, id: ItemId): [unknown, string] {
       return [{ spec: { egress: [{ to: [{ ipBlock: { cidr: "0.0.0.0/0" } }] }] } }, "spec.egress=[allow all]"];
     case "resourcequota":
       return [{ spec: { scopes: ["BestEffort"] } }, "spec.scopes=[BestEffort]"];
+    case "widget":
+      // A top-level field too: the kind's schema keeps whatever it is given.
+      return rng.chance(0.5)
+        ? [{ spec: { replicas: { min: 0, max: w } } }, `spec.replicas={min: 0, max: ${w}}`]
+        : [{ tenantData: { note: w } }, `.tenantData={note: ${w}}`];
   }
 }
 
@@ -99,6 +112,10 @@ function removalOfSetField(rng: Rng, id: ItemId): [unknown, string] {
       return [{ spec: { ingress: null } }, "spec.ingress"];
     case "resourcequota":
       return [{ spec: { hard: { configmaps: null } } }, "spec.hard.configmaps"];
+    case "widget":
+      return rng.chance(0.5)
+        ? [{ spec: { tier: null } }, "spec.tier"]
+        : [{ spec: { limits: { memory: null } } }, "spec.limits.memory"];
   }
 }
 
@@ -128,6 +145,17 @@ async function relabel(actor: Actor, world: World, on: boolean): Promise<string>
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `levels` levels around a string, objects `{ a: ... }` and one-element lists alternately: the API server stores a
+ * path through lists at any depth up to its limit (one through objects only it refuses at 9,996 to 9,999 levels,
+ * where its managedFields record nests deeper: lib/kube/json_depth.ts). Built by a loop: no recursion.
+ */
+function nested(levels: number, leaf: string): unknown {
+  let v: unknown = leaf;
+  for (let i = 0; i < levels; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+}
 
 export const MOVES: readonly Move[] = [
   {
@@ -220,6 +248,39 @@ export const MOVES: readonly Move[] = [
         metadata: { labels: { [MANAGED_LABEL]: null } },
       });
       return `${t}: label ${MANAGED_LABEL} removed through the status subresource: ${said(patched)}`;
+    },
+  },
+  {
+    name: "deep-nesting",
+    targets: ["widget"],
+    play: async (rng, w, t) => {
+      // The tenant replaces the Widget (PUT, its own token) with `.spec.<field>` nested so that the object is `depth`
+      // levels deep (the object the first level, .spec the second), a field the item sets or one it does not. Sent
+      // as jsonText: JSON.stringify may recurse past the stack at this depth. A Widget that is gone is created so.
+      const item = itemOf(w, t);
+      const depth = rng.pick(DEEP_LEVELS);
+      const field = rng.pick(["size", "limits", `deep-${rng.word()}`]);
+      const value = nested(depth - 2, rng.word());
+      const words = `.spec.${field} nested so that the object is ${depth.toLocaleString("en")} levels deep`;
+      let outcome;
+      let tries = 0;
+      do {
+        tries++;
+        const live = await get(w.tenant, item.path);
+        if (live) {
+          // Without managedFields (the server keeps its own): a record of a deep object nests deeper than it does.
+          const { managedFields: _, ...metadata } = live.metadata ?? {};
+          const spec = { ...(live as { spec?: Record<string, unknown> }).spec, [field]: value };
+          outcome = await sendDeep(w.cluster, w.tenant, "PUT", item.path, { ...live, metadata, spec });
+        } else {
+          const { labels } = item.template.metadata!;
+          const spec = { ...(item.template as { spec?: Record<string, unknown> }).spec, [field]: value };
+          const own = { ...item.template, metadata: { name: item.name, labels }, spec };
+          outcome = await sendDeep(w.cluster, w.tenant, "POST", item.collection, own);
+        }
+        // A conflict is espejo's write in between (or the object still going): the tenant reads and tries again.
+      } while (!outcome.ok && /^409 /.test(outcome.refusal) && tries < 5);
+      return `${t}: ${words}${tries > 1 ? ` (${tries} tries)` : ""}: ${said(outcome)}`;
     },
   },
   {

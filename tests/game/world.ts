@@ -1,12 +1,15 @@
 /**
  * The world one game is played in: a tenant namespace selected by a label, a tenant who may edit what espejo syncs
  * there (but only there), a namespace admin who may relabel that one namespace, and two SyncConfigs that sync a
- * ConfigMap, a RoleBinding (SyncConfig "game-prune", pruning on), a Secret, a NetworkPolicy and a ResourceQuota
- * (SyncConfig "game-keep", pruning off) into it. Every identity is a ServiceAccount with a token from the TokenRequest API; the
+ * ConfigMap, a RoleBinding (SyncConfig "game-prune", pruning on), a Secret, a NetworkPolicy, a ResourceQuota and a
+ * Widget (SyncConfig "game-keep", pruning off) into it. The Widget is a custom resource of the game's own
+ * ({@link WIDGET_GROUP}, its CRD shared by every game and left in place) whose schema preserves unknown fields: the
+ * one kind a tenant may nest as deep as the API server stores (lib/kube/json_depth.ts). Every identity is a ServiceAccount with a token from the TokenRequest API; the
  * controller is the harness's, under the ClusterRole from deploy/.
  *
- * Rights, and why they suffice: the tenant's Role covers configmaps, secrets, rolebindings, networkpolicies and
- * resourcequotas (with their status subresource) in its namespace. RBAC lets it create or update a RoleBinding only to a role whose permissions it holds there (or
+ * Rights, and why they suffice: the tenant's Role covers configmaps, secrets, rolebindings, networkpolicies,
+ * resourcequotas (with their status subresource) and widgets in its namespace; espejo may sync widgets by a
+ * ClusterRole labelled sync.appuio.ch/aggregate-to-espejo, as an admin opts in a kind of their own. RBAC lets it create or update a RoleBinding only to a role whose permissions it holds there (or
  * with `bind`); both ClusterRoles a game binds ({@link VIEWER_ROLE}, {@link OTHER_ROLE}) grant reads of configmaps
  * and secrets, which the tenant holds in its namespace, so no `bind` is needed. espejo holds those reads too (it
  * has no `bind` or `escalate`, deploy/rbac/cluster_role.yaml), so it may write the binding as well.
@@ -15,6 +18,7 @@ import { HttpKubeClient } from "../../lib/kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../../lib/kube/errors.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import type { Identity } from "../../testenv/controlplane.ts";
+import { applyYaml } from "../../testenv/apply.ts";
 import { clientFor, eventually, type TestCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, type RunningController, startController, statusOf } from "../../testenv/harness.ts";
 
@@ -28,8 +32,17 @@ export const SELECT_LABEL = "espejo-game.example/selected";
 export const VIEWER_ROLE = "espejo-game-viewer";
 export const OTHER_ROLE = "espejo-game-other";
 
-export type ItemId = "configmap" | "secret" | "rolebinding" | "networkpolicy" | "resourcequota";
-export const ITEM_IDS: readonly ItemId[] = ["configmap", "secret", "rolebinding", "networkpolicy", "resourcequota"];
+export type ItemId = "configmap" | "secret" | "rolebinding" | "networkpolicy" | "resourcequota" | "widget";
+export const ITEM_IDS: readonly ItemId[] = [
+  "configmap",
+  "secret",
+  "rolebinding",
+  "networkpolicy",
+  "resourcequota",
+  "widget",
+];
+/** The API group of the game's custom resource, Widget (namespaced; every field preserved). */
+export const WIDGET_GROUP = "game.espejo.example";
 
 export interface GameConfig {
   name: string;
@@ -133,6 +146,13 @@ function itemsOf(ns: string, prune: GameConfig, keep: GameConfig): GameItem[] {
       metadata: { name: "game-quota", labels: policyLabel },
       spec: { hard: { pods: "10", configmaps: "20" } },
     }),
+    // A custom resource whose schema preserves unknown fields: a tenant may nest its content 10,000 levels deep.
+    make("widget", keep, 3, `/apis/${WIDGET_GROUP}/v1/namespaces/${ns}/widgets`, {
+      apiVersion: `${WIDGET_GROUP}/v1`,
+      kind: "Widget",
+      metadata: { name: "game-widget", labels: policyLabel },
+      spec: { size: 3, tier: "gold", limits: { cpu: "2", memory: "1Gi" } },
+    }),
   ];
 }
 
@@ -162,8 +182,8 @@ function actorClient(c: TestCluster, identity: Identity, userAgent: string): Htt
 }
 
 /**
- * The tenant: edits configmaps, secrets, rolebindings, networkpolicies and resourcequotas (their status too) in `ns`,
- * nothing else anywhere.
+ * The tenant: edits configmaps, secrets, rolebindings, networkpolicies, resourcequotas (their status too) and
+ * widgets in `ns`, nothing else anywhere.
  */
 async function createTenant(c: TestCluster, admin: HttpKubeClient, ns: string): Promise<Actor> {
   const verbs = ["get", "list", "watch", "create", "update", "patch", "delete"];
@@ -178,6 +198,7 @@ async function createTenant(c: TestCluster, admin: HttpKubeClient, ns: string): 
         { apiGroups: [""], resources: ["configmaps", "secrets", "resourcequotas", "resourcequotas/status"], verbs },
         { apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], verbs },
         { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs },
+        { apiGroups: [WIDGET_GROUP], resources: ["widgets"], verbs },
       ],
     },
   });
@@ -259,6 +280,68 @@ async function ensureBindableRoles(admin: HttpKubeClient): Promise<void> {
 }
 
 /**
+ * The Widget kind, shared by every game and left in place: its CRD (namespaced Widgets, every field preserved, so a
+ * tenant may nest them as deep as the API server stores), Established and served, and a ClusterRole that lets espejo
+ * sync Widgets, aggregated into espejo-manager. Applied each time (server-side apply: a no-op when it is there).
+ */
+async function ensureWidgetKind(admin: HttpKubeClient): Promise<void> {
+  const crd = `widgets.${WIDGET_GROUP}`;
+  await applyYaml(
+    admin,
+    `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ${crd}}
+spec:
+  group: ${WIDGET_GROUP}
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: espejo-game-widgets
+  labels: {sync.appuio.ch/aggregate-to-espejo: "true"}
+rules:
+- apiGroups: [${WIDGET_GROUP}]
+  resources: [widgets]
+  verbs: [get, list, watch, create, update, delete]
+`,
+  );
+  await eventually(
+    async () => {
+      const o = await admin.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
+        method: "GET",
+        path: `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd}`,
+      });
+      return o.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
+    },
+    30_000,
+    `CRD ${crd} to be Established`,
+  );
+  await eventually(
+    () => admin.request({ method: "GET", path: `/apis/${WIDGET_GROUP}/v1/widgets`, query: { limit: 1 } }),
+    30_000,
+    `Widgets to be served`,
+  );
+  await eventually(
+    async () => {
+      const role = await admin.request<{ rules?: { apiGroups?: string[] }[] }>({
+        method: "GET",
+        path: `${rbac}/clusterroles/espejo-manager`,
+      });
+      return role.rules?.some((r) => r.apiGroups?.includes(WIDGET_GROUP));
+    },
+    60_000,
+    `ClusterRole espejo-manager to aggregate the right to sync widgets.${WIDGET_GROUP}`,
+  );
+}
+
+/**
  * Sets up a world and waits until espejo has synced every item: the game starts from a converged state, so what
  * happens afterwards is the tenant's doing.
  */
@@ -268,6 +351,7 @@ export async function createWorld(cluster: TestCluster, intervalMs: number): Pro
   const cfgNs = `${gameId}-cfg`;
   const ns = `${gameId}-tenant`;
   await ensureBindableRoles(admin);
+  await ensureWidgetKind(admin);
   await createNamespace(admin, ns, { [SELECT_LABEL]: gameId });
   const tenant = await createTenant(cluster, admin, ns);
   const nsAdmin = await createNamespaceAdmin(cluster, admin, ns);
@@ -312,6 +396,8 @@ export async function createWorld(cluster: TestCluster, intervalMs: number): Pro
     intervalMs,
     selected: true,
   };
+  // 60 s: the first world of a fresh control plane on a machine busy with other tests (load 30 on 2 cores) once took
+  // more than 30 s to report game-prune synchronized.
   for (const config of world.configs) {
     const count = items.filter((i) => i.config === config).length;
     await eventually(
@@ -319,7 +405,7 @@ export async function createWorld(cluster: TestCluster, intervalMs: number): Pro
         const s = await statusOf(admin, cfgNs, config.name);
         return s.synchronizedItemCount === count && s.failedItemCount === 0;
       },
-      30_000,
+      60_000,
       `SyncConfig ${config.key} to report its ${count} items synchronized before the game starts`,
     );
   }
