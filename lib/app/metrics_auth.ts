@@ -3,7 +3,7 @@
  * `filters.WithAuthenticationAndAuthorization` does them: the bearer token is checked with a TokenReview, and the
  * user it names must be allowed `get` on the non-resource URL (`/metrics`) by a SubjectAccessReview. So a scraper
  * needs a ServiceAccount token and a ClusterRole with `nonResourceURLs: ["/metrics"], verbs: ["get"]`
- * (deploy/rbac/metrics_reader_role.yaml), and espejo needs `create` on both reviews
+ * (`espejo-metrics-reader`), and espejo needs `create` on both reviews
  * (deploy/rbac/metrics_auth_role.yaml).
  *
  * Whoever reaches the port chooses the tokens, so what checking them costs is bounded whatever they send:
