@@ -6,7 +6,7 @@
  * packed entry, `espejo plan`'s diff) takes it without throwing, and the verdict is "differs": the item is written.
  */
 import assert from "node:assert/strict";
-import type { KubeClient, WatchEvent } from "../../lib/kube/client.ts";
+import type { WatchEvent } from "../../lib/kube/client.ts";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import { canonicalJson } from "../../lib/kube/canonical_json.ts";
 import { JsonItemSplitter } from "../../lib/kube/json_items.ts";
@@ -26,6 +26,7 @@ import { packedObjects } from "../../lib/sync/packed_object.ts";
 import { planSyncItem, type PlanView } from "../../lib/sync/planner.ts";
 import { ResourceCaches } from "../../lib/sync/resource_caches.ts";
 import { acceptWritten, assess, remember } from "../../lib/sync/verdict.ts";
+import { watchListClient } from "./watch_list_client.ts";
 
 const DEPTHS = [5_000, 8_000, API_SERVER_MAX_DEPTH];
 
@@ -204,27 +205,6 @@ for (const depth of DEPTHS) {
   });
 }
 
-/** A client whose only stream is a WatchList: `events`, the end of the initial ones after `initial` of them. */
-function streamingClient(events: WatchEvent[], initial: number): KubeClient {
-  return {
-    request: () => Promise.reject(new Error("no request expected")),
-    async *watch(_path, _query, signal) {
-      for (const [i, ev] of events.entries()) {
-        if (i === initial) {
-          yield {
-            type: "BOOKMARK",
-            object: {
-              metadata: { resourceVersion: "42", annotations: { "k8s.io/initial-events-end": "true" } },
-            },
-          };
-        }
-        yield ev;
-      }
-      await new Promise((resolve) => signal.addEventListener("abort", resolve));
-    },
-  };
-}
-
 Deno.test("a cache fills with objects nested as deep as the API server takes, and reads on after one on its watch", async () => {
   const { cfg, judge } = setup();
   const at = (depth: number, namespace: string, rv: string) => {
@@ -236,7 +216,7 @@ Deno.test("a cache fills with objects nested as deep as the API server takes, an
   const later: WatchEvent = { type: "MODIFIED", object: at(API_SERVER_MAX_DEPTH, NS, "43") };
   const stop = new AbortController();
   const changed: string[] = [];
-  const caches = new ResourceCaches(streamingClient([...initial, later], initial.length), stop.signal, {
+  const caches = new ResourceCaches(watchListClient([...initial, later], initial.length, "42"), stop.signal, {
     judge,
     onManagedChange: (ns) => changed.push(ns),
   });

@@ -1,23 +1,8 @@
 /** The token reviews' own budget (lib/app/review_budget.ts): slots, a bounded line in two lanes, its own rate. */
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import fc from "fast-check";
 import { OverBudget, ReviewBudget } from "../../lib/app/review_budget.ts";
-
-type Clock = ReturnType<ReturnType<typeof FakeTimers.withGlobal>["install"]>;
-
-function withClock(fn: (clock: Clock) => Promise<void>): () => Promise<void> {
-  return async () => {
-    const clock = FakeTimers.withGlobal(globalThis).install({
-      toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
-    });
-    try {
-      await fn(clock);
-    } finally {
-      clock.uninstall();
-    }
-  };
-}
+import { withClock } from "./fake_clock.ts";
 
 /** A check that holds its slot until `finish` is called; its outcome is recorded. */
 interface Check {

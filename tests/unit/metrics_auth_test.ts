@@ -3,7 +3,6 @@
  * cached, shared and abandoned checks, and a flood of unknown tokens that costs a bounded number of reviews.
  */
 import assert from "node:assert/strict";
-import FakeTimers from "@sinonjs/fake-timers";
 import {
   ALLOWED_MS,
   AUTHENTICATION_MS,
@@ -18,21 +17,7 @@ import {
 import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { TtlCache } from "../../lib/app/ttl_cache.ts";
-
-type Clock = ReturnType<ReturnType<typeof FakeTimers.withGlobal>["install"]>;
-
-function withClock(fn: (clock: Clock) => Promise<void>): () => Promise<void> {
-  return async () => {
-    const clock = FakeTimers.withGlobal(globalThis).install({
-      toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
-    });
-    try {
-      await fn(clock);
-    } finally {
-      clock.uninstall();
-    }
-  };
-}
+import { type Clock, withClock } from "./fake_clock.ts";
 
 /**
  * An API server that knows the tokens in `users` and allows the users in `allowed`; `hold` makes reviews wait until

@@ -7,6 +7,7 @@ import { fieldDiff } from "../../lib/model/field_diff.ts";
 import { rejected } from "../../lib/plan/dry_run.ts";
 import type { ConfigPlan, PlanEntry, PlannedAction } from "../../lib/plan/plan.ts";
 import { exitCodeOf, type PlanReport, renderJson, renderText, summaryOf } from "../../lib/plan/render.ts";
+import { pieces, placeholders, secretValues } from "./secret_values.ts";
 
 const entry = (action: PlannedAction): PlanEntry => ({
   action,
@@ -149,28 +150,14 @@ function rendered(shape: Shape, d: string[], o: string[]): string[] {
   return [renderText(r), renderJson(r), strings.join("\n")];
 }
 
-const secretValue = fc.oneof(
-  fc.string({ minLength: 8, maxLength: 40 }),
-  fc.string({ unit: "binary", minLength: 8, maxLength: 40 }),
-  fc.base64String({ minLength: 8, maxLength: 40 }),
-);
-const secretValues = fc.array(secretValue, { minLength: 2 * KEYS.length, maxLength: 2 * KEYS.length })
-  .filter((vs) => new Set(vs).size === vs.length);
-/** Eight-character pieces of the values and of their base64: none of them may be shown. */
-const pieces = (vs: string[]) =>
-  vs.flatMap((v) => [v, encodeBase64(v)]).flatMap((s) =>
-    Array.from({ length: s.length - 7 }, (_, i) => s.slice(i, i + 8))
-  );
-const placeholders = (prefix: string) => KEYS.map((_, i) => `${prefix}-placeholder-${i}`);
-
 Deno.test("plan text and JSON never show a Secret's value, its base64, or eight characters of either", () => {
   fc.assert(
-    fc.property(secretShape, secretValues, (shape, vs) => {
+    fc.property(secretShape, secretValues(KEYS), (shape, vs) => {
       const d = vs.slice(0, KEYS.length);
       const o = vs.slice(KEYS.length);
       // What is shown is the same whatever the values are (only which of them differ counts) ...
       const shown = rendered(shape, d, o);
-      const without = rendered(shape, placeholders("desired"), placeholders("live"));
+      const without = rendered(shape, placeholders(KEYS, "desired"), placeholders(KEYS, "live"));
       assert.deepEqual(shown, without);
       // ... so a piece of a value that is shown is one the plan shows without any value (a key, a word, spaces).
       shown.forEach((out, i) => {
@@ -194,7 +181,7 @@ Deno.test("plan text lists each key of a Secret's removed data and last-applied 
     appliedStringData: true,
     quote: "plain" as const,
   };
-  const [text] = rendered(shape, placeholders("d"), ["hunter2-a", "hunter2-b", "hunter2-c"]);
+  const [text] = rendered(shape, placeholders(KEYS, "d"), ["hunter2-a", "hunter2-b", "hunter2-c"]);
   assert.match(text, /- \.data\.password: \*\*\*\n/);
   assert.match(text, /- \.data\.tls\.key: \*\*\*\n/);
   assert.match(text, new RegExp(`- \\.metadata\\.annotations\\.${LAST_APPLIED.replaceAll(".", "\\.")}: \\*\\*\\*\n`));

@@ -17,6 +17,7 @@ import { type PlanEntry, planSnapshot } from "../../lib/plan/plan.ts";
 import { type PlanReport, renderJson, renderText } from "../../lib/plan/render.ts";
 import { takeSnapshot } from "../../lib/plan/snapshot.ts";
 import { syncConfigsPath } from "../../lib/sync/syncconfig_api.ts";
+import { pieces, placeholders, secretValues } from "./secret_values.ts";
 
 const CFG_NS = "espejo";
 const NS = "team-a";
@@ -198,20 +199,6 @@ Deno.test("the resolver admits the core Secret as apiVersion v1 and /v1, nothing
   assert.deepEqual(ADMITTED.sort(), ["/v1", "v1"]);
 });
 
-const secretValue = fc.oneof(
-  fc.string({ minLength: 8, maxLength: 40 }),
-  fc.string({ unit: "binary", minLength: 8, maxLength: 40 }),
-  fc.base64String({ minLength: 8, maxLength: 40 }),
-);
-const secretValues = fc.array(secretValue, { minLength: 2 * KEYS.length, maxLength: 2 * KEYS.length })
-  .filter((vs) => new Set(vs).size === vs.length);
-/** Eight-character pieces of the values and of their base64: none of them may be shown. */
-const pieces = (vs: string[]) =>
-  vs.flatMap((v) => [v, encodeBase64(v)]).flatMap((s) =>
-    Array.from({ length: s.length - 7 }, (_, i) => s.slice(i, i + 8))
-  );
-const placeholders = (prefix: string) => KEYS.map((_, i) => `${prefix}-placeholder-${i}`);
-
 /**
  * The outputs show no value of the live Secret (and, with `item`, none of the item's), no base64 of one, no eight
  * characters of either, and do not depend on them.
@@ -220,7 +207,13 @@ async function assertMasked(apiVersion: string, kind: string, shape: Shape, vs: 
   const d = vs.slice(0, KEYS.length);
   const o = vs.slice(KEYS.length);
   const shown = await planOf(apiVersion, kind, shape, d, o);
-  const without = await planOf(apiVersion, kind, shape, item ? placeholders("item") : d, placeholders("live"));
+  const without = await planOf(
+    apiVersion,
+    kind,
+    shape,
+    item ? placeholders(KEYS, "item") : d,
+    placeholders(KEYS, "live"),
+  );
   assert.deepEqual(shown.outputs, without.outputs);
   shown.outputs.forEach((out, i) => {
     for (const piece of pieces(item ? vs : o).filter((p) => !without.outputs[i].includes(p))) {
@@ -235,7 +228,7 @@ async function assertMasked(apiVersion: string, kind: string, shape: Shape, vs: 
 
 Deno.test("plan shows no Secret value for any apiVersion spelling the resolver admits as core v1, text or JSON", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.constantFrom(...ADMITTED), secretShape, secretValues, async (apiVersion, shape, vs) => {
+    fc.asyncProperty(fc.constantFrom(...ADMITTED), secretShape, secretValues(KEYS), async (apiVersion, shape, vs) => {
       const { entries, resolved } = await assertMasked(apiVersion, "Secret", shape, vs, true);
       // The plan did compare the Secret (the property is not met by failing the item).
       assert.ok(resolved && !(resolved instanceof Error) && isSecretResource(resolved));
@@ -256,7 +249,7 @@ Deno.test("plan shows no Secret value whatever an item's apiVersion and kind are
   );
   const kind = fc.constantFrom("Secret", "secret", "Secrets", " Secret", "SECRET");
   await fc.assert(
-    fc.asyncProperty(spelling, kind, secretShape, secretValues, async (apiVersion, k, shape, vs) => {
+    fc.asyncProperty(spelling, kind, secretShape, secretValues(KEYS), async (apiVersion, k, shape, vs) => {
       const resolved = await new Discovery(fakeServer(undefined, () => "")).resolve(apiVersion, k).catch(() =>
         undefined
       );

@@ -2,21 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import FakeTimers from "@sinonjs/fake-timers";
 import { CLUSTER_FLOW, flowOf, TokenBucket } from "../../lib/kube/rate_limiter.ts";
-
-type Clock = ReturnType<ReturnType<typeof FakeTimers.withGlobal>["install"]>;
-
-function withClock(fn: (clock: Clock) => Promise<void>): () => Promise<void> {
-  return async () => {
-    const clock = FakeTimers.withGlobal(globalThis).install({
-      toFake: ["setTimeout", "clearTimeout", "Date", "performance"],
-    });
-    try {
-      await fn(clock);
-    } finally {
-      clock.uninstall();
-    }
-  };
-}
+import { type Clock, withClock } from "./fake_clock.ts";
 
 Deno.test(
   "TokenBucket lets a burst through at once, then qps a second, in arrival order",

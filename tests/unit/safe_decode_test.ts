@@ -1,32 +1,14 @@
 /** A cache's decoder that throws on one object skips it; the cache syncs and reads on (lib/kube/safe_decode.ts). */
 import assert from "node:assert/strict";
-import type { KubeClient, WatchEvent } from "../../lib/kube/client.ts";
+import type { WatchEvent } from "../../lib/kube/client.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import { Reflector } from "../../lib/kube/reflector.ts";
 import { decodingSafely } from "../../lib/kube/safe_decode.ts";
+import { watchListClient } from "./watch_list_client.ts";
 
 const object = (name: string, rv: string): KubeObject => ({
   metadata: { namespace: "ns", name, uid: `uid-${name}`, resourceVersion: rv },
 });
-
-/** A server that serves `events` as a WatchList: the first `initial` of them, the bookmark, the rest. */
-function watchList(events: WatchEvent[], initial: number): KubeClient {
-  return {
-    request: () => Promise.reject(new Error("no request expected")),
-    async *watch(_path, _query, signal) {
-      for (const [i, ev] of events.entries()) {
-        if (i === initial) {
-          yield {
-            type: "BOOKMARK",
-            object: { metadata: { resourceVersion: "9", annotations: { "k8s.io/initial-events-end": "true" } } },
-          };
-        }
-        yield ev;
-      }
-      await new Promise((resolve) => signal.addEventListener("abort", resolve));
-    },
-  };
-}
 
 Deno.test("decodingSafely: a decoder's exception skips the object instead of leaving the caller's throw", () => {
   const decode = decodingSafely((raw: KubeObject) => {
@@ -46,7 +28,7 @@ Deno.test("Reflector: an object its decoder throws on is left out; the cache syn
     { type: "ADDED", object: object("c", "11") },
   ];
   const stop = new AbortController();
-  const cache = new Reflector<string>(watchList(events, 3), {
+  const cache = new Reflector<string>(watchListClient(events, 3, "9"), {
     path: "/api/v1/configmaps",
     decode: (raw) => {
       if (raw.metadata?.name === "bad") throw new RangeError("Maximum call stack size exceeded");
