@@ -113,11 +113,15 @@ export class StatusSchedule {
   /** When the status of `k`, dirty since `since`, may be written. */
   #dueAt(k: string, since: number): number {
     const afterGap = (this.#taken.get(k) ?? -Infinity) + this.minGapMs;
-    const afterWork = this.#workDone(k) ? -Infinity : since + this.maxHoldMs;
+    const afterWork = this.workDone(k) ? -Infinity : since + this.maxHoldMs;
     return Math.max(afterGap, afterWork, this.#notBefore.get(k) ?? -Infinity);
   }
 
-  #workDone(k: string): boolean {
+  /**
+   * Whether every namespace queued as work of `cfgKey` (its latest generation's included) has been synced: a status
+   * taken now is that generation's outcome, not a progress report.
+   */
+  workDone(k: string): boolean {
     return !this.#pending.has(k) && !this.#queueing.has(k);
   }
 

@@ -8,7 +8,15 @@ import type { KubeClient } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import { invalidStatus, type Outcome, statusChanged, type SyncConfigStatus, syncedStatus } from "../model/status.ts";
+import {
+  invalidStatus,
+  type Outcome,
+  progressStatus,
+  statusChanged,
+  type SyncConfigStatus,
+  syncedGeneration,
+  syncedStatus,
+} from "../model/status.ts";
 import { RetryBook } from "../sync/retry_book.ts";
 import { afterWork } from "../sync/retry_policy.ts";
 import { StatusSchedule } from "./status_schedule.ts";
@@ -27,7 +35,8 @@ const STATUS_RETRY_MS = 2_000;
 export interface StatusDeps {
   client: KubeClient;
   syncConfigs: Reflector<SyncConfig>;
-  compiled: (key: string) => { result: CompileResult } | undefined;
+  /** The compiled SyncConfig: the generation its status describes is this one, not the cached object's. */
+  compiled: (key: string) => { result: CompileResult; generation: number } | undefined;
   /** The outcomes of a SyncConfig in every namespace it targets, added up. */
   total: (key: string) => Outcome;
   events: SyncEvents;
@@ -137,7 +146,11 @@ export class StatusWriter {
       const sc = this.deps.syncConfigs.get(key);
       const entry = this.deps.compiled(key);
       if (!sc || !entry) continue;
-      const { next, errors } = this.#statusOf(key, sc, entry.result, now);
+      // Taken before its own work was done (held a minute): a progress report, unless that generation was synced.
+      const settled = this.#schedule.workDone(key);
+      const { next, errors, progress } = this.#statusOf(key, sc, entry, settled, now);
+      // A progress report owes the settled status: written when the work ends, even if no count changes by then.
+      if (progress) this.#schedule.markDirty(key);
       await this.deps.events.emit(key, sc, entry.result, errors);
       this.deps.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
       this.deps.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
@@ -156,7 +169,9 @@ export class StatusWriter {
           fresh.metadata?.generation === sc.metadata?.generation;
         // A new spec (or a new SyncConfig under the name): its watch event recomputes the status.
         if (fresh && !same) continue;
-        written = fresh ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry.result, now).next) : "failed";
+        written = fresh
+          ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry, settled, now).next)
+          : "failed";
       }
       const decision = afterWork({ retry: written !== "written", baseMs: STATUS_RETRY_MS });
       if (decision.kind !== "backoff") this.#retries.succeeded(key);
@@ -170,12 +185,28 @@ export class StatusWriter {
     }
   }
 
-  /** The status `sc` should have now: from the compile result and the SyncConfig's outcomes in every namespace. */
-  #statusOf(key: string, sc: SyncConfig, result: CompileResult, now: string) {
+  /**
+   * The status `sc` should have now: from the compile result and the SyncConfig's outcomes in every namespace. Its
+   * conditions name the compiled generation; one whose namespaces are not all synced yet (`settled` false) gets a
+   * progress report, so that its partial counts are never shown as that generation's Ready.
+   */
+  #statusOf(
+    key: string,
+    sc: SyncConfig,
+    entry: { result: CompileResult; generation: number },
+    settled: boolean,
+    now: string,
+  ) {
+    const { result, generation } = entry;
     const current = sc.status as SyncConfigStatus | undefined;
-    if (!result.ok) return { next: invalidStatus(current, result.message, now), errors: [] as string[] };
+    if (!result.ok) {
+      return { next: invalidStatus(current, result.message, now, generation), errors: [] as string[], progress: false };
+    }
     const total = this.deps.total(key);
-    return { next: syncedStatus(current, total, now), errors: total.errors };
+    if (!settled && syncedGeneration(current) !== generation) {
+      return { next: progressStatus(current, total, now, generation), errors: total.errors, progress: true };
+    }
+    return { next: syncedStatus(current, total, now, generation), errors: total.errors, progress: false };
   }
 
   /**

@@ -146,3 +146,15 @@ Deno.test("StatusSchedule: a failed write is due again after its back-off, not b
   clock.ms = 3_000;
   assert.deepEqual(s.takeReady(), ["cfg/a"], "a later change waits only for the gap again");
 });
+
+Deno.test("StatusSchedule.workDone: only once every namespace queued for the SyncConfig is done and none is being queued", () => {
+  const { s } = schedule();
+  assert.equal(s.workDone("cfg/a"), true);
+  s.queueing("cfg/a", true);
+  assert.equal(s.workDone("cfg/a"), false, "its namespaces are still being queued");
+  s.queued(["cfg/a"], "ns-1");
+  s.queueing("cfg/a", false);
+  assert.equal(s.workDone("cfg/a"), false);
+  s.finished("ns-1");
+  assert.equal(s.workDone("cfg/a"), true);
+});

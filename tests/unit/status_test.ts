@@ -31,6 +31,7 @@ Deno.test("Reasons are espejo's condition reasons", () => {
     failedWithError: "SynchronizationFailedWithError",
     invalid: "InvalidSyncConfigSpec",
     valid: "ValidSyncConfigSpec",
+    inProgress: "SynchronizationInProgress",
   });
 });
 
@@ -140,7 +141,7 @@ Deno.test("syncedStatus turns an earlier Invalid condition False with ValidSyncC
   assert.equal(cond(fixed, "Ready")?.lastTransitionTime, T2);
 });
 
-Deno.test("invalidStatus zeroes counts, sets Invalid=True with the message and Ready=False", () => {
+Deno.test("invalidStatus zeroes counts, sets Invalid=True with the message, Ready=False and Stalled=True", () => {
   const previous = syncedStatus(undefined, outcome(5, 2, 1, ["e"]), T1);
   assert.deepEqual(invalidStatus(previous, "SyncConfig a/b: .spec.x is wrong", T2), {
     synchronizedItemCount: 0,
@@ -161,6 +162,13 @@ Deno.test("invalidStatus zeroes counts, sets Invalid=True with the message and R
         message: "SyncConfig a/b: .spec.x is wrong",
         lastTransitionTime: T2,
       },
+      {
+        type: "Stalled",
+        status: "True",
+        reason: Reasons.invalid,
+        message: "SyncConfig a/b: .spec.x is wrong",
+        lastTransitionTime: T2,
+      },
     ],
   });
 });
@@ -170,7 +178,7 @@ Deno.test("invalidStatus keeps an earlier Errored condition as it was", () => {
   const s = invalidStatus(errored, "bad", T2);
   assert.deepEqual(cond(s, "Errored"), cond(errored, "Errored"));
   assert.equal(cond(s, "Ready")?.lastTransitionTime, T1, "Ready was already False");
-  assert.deepEqual(s.conditions?.map((c) => c.type), ["Ready", "Errored", "Invalid"]);
+  assert.deepEqual(s.conditions?.map((c) => c.type), ["Ready", "Errored", "Invalid", "Stalled"]);
 });
 
 Deno.test("invalidStatus keeps lastTransitionTime when the spec stays invalid with a new message", () => {
@@ -274,7 +282,7 @@ Deno.test("syncedStatus and invalidStatus keep conditions of types espejo does n
   assert.deepEqual(synced.conditions?.map((c) => c.type), ["Ready", "Audited"]);
   assert.deepEqual(synced.conditions?.at(-1), theirs);
   const invalid = invalidStatus(synced, "SyncConfig a/b: bad", T2);
-  assert.deepEqual(invalid.conditions?.map((c) => c.type), ["Ready", "Invalid", "Audited"]);
+  assert.deepEqual(invalid.conditions?.map((c) => c.type), ["Ready", "Invalid", "Stalled", "Audited"]);
   assert.deepEqual(invalid.conditions?.at(-1), theirs);
 });
 

@@ -3,6 +3,7 @@
  * was computed from; a conflict costs one GET and one more patch computed from that copy, never a loop.
  */
 import assert from "node:assert/strict";
+import FakeTimers from "@sinonjs/fake-timers";
 import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { EventRecorder } from "../../lib/kube/events.ts";
@@ -11,7 +12,8 @@ import { Metrics } from "../../lib/metrics/metrics.ts";
 import { StatusWriter } from "../../lib/controller/status_writer.ts";
 import { SyncEvents } from "../../lib/controller/sync_events.ts";
 import { decodeSyncConfig } from "../../lib/sync/syncconfig_api.ts";
-import type { SyncConfig } from "../../lib/model/syncconfig.ts";
+import { compileSyncConfig, type SyncConfig } from "../../lib/model/syncconfig.ts";
+import { type SyncConfigStatus, syncedStatus } from "../../lib/model/status.ts";
 
 const KEY = "cfg/broken";
 const FOREIGN = {
@@ -61,7 +63,7 @@ async function flushOnce(
   const writer = new StatusWriter({
     client,
     syncConfigs,
-    compiled: () => ({ result: { ok: false, key: KEY, message: `SyncConfig ${KEY}: a bad pattern` } }),
+    compiled: () => ({ generation: 1, result: { ok: false, key: KEY, message: `SyncConfig ${KEY}: a bad pattern` } }),
     total: () => ({ synced: 0, deleted: 0, failed: 0, errors: [] }),
     events: new SyncEvents(new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" })),
     metrics: new Metrics(),
@@ -150,3 +152,100 @@ Deno.test("StatusWriter.forgetConfig: nothing of a SyncConfig that went is pendi
   assert.equal(writer.pendingOf("espejo/gone"), 0);
   assert.equal(writer.pendingOf("espejo/kept"), 1);
 });
+
+/** A SyncConfig of generation 2 whose stored status is generation 1's, as after an edit; replies echo the patch. */
+class EchoClient implements KubeClient {
+  readonly statuses: SyncConfigStatus[] = [];
+  request<T>(req: KubeRequest): Promise<T> {
+    if (!req.path.endsWith("/status")) return Promise.resolve({} as T);
+    const { status } = req.body as { status: SyncConfigStatus };
+    this.statuses.push(status);
+    return Promise.resolve(edited(String(this.statuses.length + 20), status) as T);
+  }
+  watch(): AsyncIterable<never> {
+    return (async function* () {})();
+  }
+}
+
+function edited(resourceVersion: string, status: SyncConfigStatus): SyncConfig {
+  return decodeSyncConfig({
+    apiVersion: "sync.appuio.ch/v1alpha1",
+    kind: "SyncConfig",
+    metadata: { namespace: "cfg", name: "big", uid: "u-2", resourceVersion, generation: 2 },
+    spec: {
+      namespaceSelector: { matchNames: ["team-.*"] },
+      syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" } }],
+    },
+    status,
+  })!;
+}
+
+Deno.test(
+  "StatusWriter: a status held a minute by its generation's burst is a progress report; the burst's end settles it",
+  async () => {
+    const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const stop = new AbortController();
+    try {
+      const client = new EchoClient();
+      const syncConfigs = new Reflector<SyncConfig>(client, { path: "/unused", decode: decodeSyncConfig });
+      const before = syncedStatus(
+        undefined,
+        { synced: 3, deleted: 0, failed: 0, errors: [] },
+        "2024-01-01T00:00:00Z",
+        1,
+      );
+      const sc = edited("20", before);
+      syncConfigs.upsert(sc);
+      let synced = 3;
+      const writer = new StatusWriter({
+        client,
+        syncConfigs,
+        compiled: () => ({ generation: 2, result: compileSyncConfig(sc) }),
+        total: () => ({ synced, deleted: 0, failed: 0, errors: [] }),
+        events: new SyncEvents(
+          new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" }),
+        ),
+        metrics: new Metrics(),
+      });
+      const running = writer.run(stop.signal);
+      writer.queued(["cfg/big"], "team-a");
+      writer.queued(["cfg/big"], "team-b");
+      synced = 4;
+      writer.changed("cfg/big");
+      await clock.tickAsync(30_000);
+      assert.equal(client.statuses.length, 0, "held while its own work goes on");
+      await clock.tickAsync(31_000);
+      assert.equal(client.statuses.length, 1, "written once the hold is over");
+      const progress = client.statuses[0];
+      assert.equal(progress.synchronizedItemCount, 4);
+      assert.deepEqual(progress.conditions?.map((c) => [c.type, c.status, c.observedGeneration]), [
+        ["Ready", "True", 1],
+        ["Reconciling", "True", 2],
+      ]);
+      synced = 5;
+      writer.finished("team-a");
+      writer.finished("team-b");
+      await clock.tickAsync(2_000);
+      assert.equal(client.statuses.length, 2);
+      assert.deepEqual(client.statuses[1].conditions?.map((c) => [c.type, c.status, c.observedGeneration]), [
+        ["Ready", "True", 2],
+      ]);
+      assert.equal(client.statuses[1].synchronizedItemCount, 5);
+      // More work of the synced generation (namespace events) held as long: counts move, Ready stays generation 2's.
+      writer.queued(["cfg/big"], "team-c");
+      synced = 6;
+      writer.changed("cfg/big");
+      await clock.tickAsync(61_000);
+      assert.equal(client.statuses.length, 3);
+      assert.deepEqual(client.statuses[2].conditions?.map((c) => [c.type, c.status, c.observedGeneration]), [
+        ["Ready", "True", 2],
+      ]);
+      stop.abort();
+      writer.kick();
+      await clock.tickAsync(1_000);
+      await running;
+    } finally {
+      clock.uninstall();
+    }
+  },
+);

@@ -1,0 +1,137 @@
+/**
+ * Statuses the controller writes to a real API server, as GitOps tools read them (docs/gitops.md): after an edit,
+ * `kubectl wait --for=condition=Ready` returns only with the new generation's outcome, and Argo CD's health check and
+ * Flux's health check expressions (run as the page prints them, testenv/gitops_health.ts) say "in progress" until
+ * then; an invalid spec and an errored sync are failures, for kstatus's generic rules too where they can tell.
+ */
+import assert from "node:assert/strict";
+import { clientFor, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { kubeconfigYaml } from "../../testenv/controlplane.ts";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
+import { auditNow, createNamespace, createSyncConfig, requestsBy, startController } from "../../testenv/harness.ts";
+import {
+  argoHealth,
+  fluxHealth,
+  kstatusGeneric,
+  kubectlWaitMet,
+  type StatusObject,
+} from "../../testenv/gitops_health.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const cm = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name }, data: { k: "v" } });
+
+type Conditioned = StatusObject & {
+  status?: { synchronizedItemCount?: number; failedItemCount?: number };
+};
+
+async function read(admin: HttpKubeClient, ns: string, name: string): Promise<Conditioned> {
+  return await admin.request<Conditioned>({
+    method: "GET",
+    path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${ns}/syncconfigs/${name}`,
+  });
+}
+
+async function edit(admin: HttpKubeClient, ns: string, name: string, spec: unknown): Promise<number> {
+  const updated = await admin.request<StatusObject>({
+    method: "PATCH",
+    path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${ns}/syncconfigs/${name}`,
+    contentType: "application/merge-patch+json",
+    body: { spec },
+  });
+  return updated.metadata.generation!;
+}
+
+/** `kubectl wait --for=condition=<cond>`; fails the test if kubectl gives up. */
+async function kubectlWait(kubeconfig: string, ns: string, name: string, cond: string): Promise<void> {
+  const out = await new Deno.Command("kubectl", {
+    args: [
+      "--kubeconfig",
+      kubeconfig,
+      "-n",
+      ns,
+      "wait",
+      `--for=condition=${cond}`,
+      `syncconfig/${name}`,
+      "--timeout=90s",
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder();
+  assert.equal(out.code, 0, `kubectl wait --for=condition=${cond}: ${text.decode(out.stderr)}`);
+}
+
+const observed = (o: StatusObject, type: string) => o.status?.conditions?.find((c) => c.type === type);
+const verdicts = (o: StatusObject) => [argoHealth(o).status, fluxHealth(o), kstatusGeneric(o)];
+
+Deno.test(
+  "After an edit, kubectl wait, Argo CD and Flux wait for the new generation; invalid and errored are failures",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const targets = Array.from({ length: 3 }, (_, i) => uniqueName(`gitops${i}`));
+    const kubeconfig = await Deno.makeTempFile({ suffix: ".kubeconfig" });
+    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
+    // 20 writes a second: the edit below (120 creates) takes about 6 s to sync, long enough to be seen in progress.
+    const ctl = await startController(c, { watchNamespace: cfgNs, qps: 20 });
+    try {
+      for (const ns of targets) await createNamespace(admin, ns);
+      const selector = { matchNames: targets };
+      await createSyncConfig(admin, cfgNs, "defaults", { namespaceSelector: selector, syncItems: [cm("one")] });
+      await kubectlWait(kubeconfig, cfgNs, "defaults", "Ready");
+      const first = await read(admin, cfgNs, "defaults");
+      assert.equal(first.status?.synchronizedItemCount, 3);
+      assert.equal(observed(first, "Ready")?.observedGeneration, 1);
+      assert.deepEqual(verdicts(first), ["Healthy", "Current", "Current"]);
+
+      // Generation 2: 40 items in each namespace.
+      const since = auditNow();
+      const items = Array.from({ length: 40 }, (_, i) => cm(`item-${i}`));
+      assert.equal(await edit(admin, cfgNs, "defaults", { syncItems: items }), 2);
+      const edited = await read(admin, cfgNs, "defaults");
+      assert.equal(observed(edited, "Ready")?.observedGeneration, 1, "the status is still generation 1's");
+      assert.equal(kubectlWaitMet(edited, "Ready"), false);
+      // kstatus's generic rules cannot tell (docs/gitops.md says so); Argo CD and Flux with the documented checks can.
+      assert.deepEqual(verdicts(edited), ["Progressing", "InProgress", "Current"]);
+
+      await kubectlWait(kubeconfig, cfgNs, "defaults", "Ready");
+      const second = await read(admin, cfgNs, "defaults");
+      assert.equal(second.status?.synchronizedItemCount, 120, "kubectl wait returned with generation 2's outcome");
+      assert.equal(observed(second, "Ready")?.observedGeneration, 2);
+      assert.deepEqual(verdicts(second), ["Healthy", "Current", "Current"]);
+      const writes = (await requestsBy(c, ctl.identity, since)).filter((e) =>
+        e.verb === "patch" && e.objectRef?.subresource === "status" && e.objectRef?.name === "defaults"
+      );
+      assert.equal(writes.length, 1, "one status write for the burst of generation 2");
+
+      // Generation 3: invalid.
+      assert.equal(await edit(admin, cfgNs, "defaults", { namespaceSelector: { matchNames: ["a("] } }), 3);
+      await kubectlWait(kubeconfig, cfgNs, "defaults", "Invalid");
+      const invalid = await read(admin, cfgNs, "defaults");
+      assert.equal(observed(invalid, "Ready")?.status, "False");
+      assert.equal(observed(invalid, "Stalled")?.observedGeneration, 3);
+      assert.deepEqual(verdicts(invalid), ["Degraded", "Failed", "Failed"]);
+      assert.match(argoHealth(invalid).message, /matchNames\[0\] is not a valid regular expression/);
+
+      // Generation 4: valid again, with only an item that fails everywhere (a cluster-scoped kind).
+      const clusterRole = { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "x" } };
+      assert.equal(await edit(admin, cfgNs, "defaults", { namespaceSelector: selector, syncItems: [clusterRole] }), 4);
+      await kubectlWait(kubeconfig, cfgNs, "defaults", "Errored");
+      const errored = await read(admin, cfgNs, "defaults");
+      assert.equal(errored.status?.failedItemCount, 3);
+      assert.deepEqual(
+        errored.status?.conditions?.map((c) => [c.type, c.status, c.observedGeneration]),
+        [["Ready", "False", 4], ["Errored", "True", 4], ["Invalid", "False", 4]],
+        "Stalled went with the invalid spec",
+      );
+      // Errored may be transient (it is retried): kstatus has no abnormal-true condition for it.
+      assert.deepEqual(verdicts(errored), ["Degraded", "Failed", "Current"]);
+    } finally {
+      await ctl.stop();
+      admin.close();
+      await Deno.remove(kubeconfig);
+    }
+  },
+);
