@@ -19,19 +19,29 @@ const EDITOR_RULES = [
   { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"] },
 ];
 
+/** What the tenant may do with them: all but deletecollection, unless said otherwise. */
+const EDITOR_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"];
+
+export interface TenantOptions {
+  /** More namespaces (which must exist) where the tenant gets the same Role and RoleBinding. */
+  alsoIn?: string[];
+  /** The kinds the Role names; the first resource of the first rule is the one listed to wait for RBAC. */
+  rules?: { apiGroups: string[]; resources: string[] }[];
+  /** The verbs the Role allows on every resource of `rules`; they include list, by which the wait for RBAC asks. */
+  verbs?: string[];
+}
+
 /**
- * ServiceAccount `tenant` of `namespace` (which must exist), bound in `namespace` and each of `alsoIn` to a Role that
- * may read and write what `rules` name. Its user agent is kubectl's (not the tests' "espejo-test"), so its default
- * field manager is a tenant's.
+ * ServiceAccount `tenant` of `namespace` (which must exist), bound in `namespace` and each of `alsoIn` to a Role
+ * `tenant-editor` that may do `verbs` with what `rules` name. Its user agent is kubectl's (not the tests'
+ * "espejo-test"), so its default field manager is a tenant's.
  */
 export async function createTenant(
   c: TestCluster,
   admin: HttpKubeClient,
   namespace: string,
-  { alsoIn = [], rules = EDITOR_RULES }: { alsoIn?: string[]; rules?: { apiGroups: string[]; resources: string[] }[] } =
-    {},
+  { alsoIn = [], rules = EDITOR_RULES, verbs = EDITOR_VERBS }: TenantOptions = {},
 ): Promise<Tenant> {
-  const verbs = ["get", "list", "watch", "create", "update", "patch", "delete"];
   const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
   await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
     apiVersion: "v1",

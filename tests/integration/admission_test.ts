@@ -23,6 +23,7 @@ import { type Identity, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, createSyncConfig, getObject, startController } from "../../testenv/harness.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
+import { createTenant } from "../../testenv/tenant.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const MANAGED = "sync.appuio.ch/managed-by";
@@ -192,58 +193,7 @@ async function installPolicy(
   }
 }
 
-interface Rule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
-
 const ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
-
-/** A ServiceAccount of `namespace` bound to a Role there with `rules` (any configmaps by default); never more. */
-async function createTenant(
-  c: TestCluster,
-  admin: HttpKubeClient,
-  namespace: string,
-  rules: Rule[] = [{ apiGroups: [""], resources: ["configmaps"], verbs: ALL_VERBS }],
-): Promise<HttpKubeClient> {
-  const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
-  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "Role",
-    metadata: { name: "tenant-editor" },
-    rules,
-  });
-  await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
-    apiVersion: "v1",
-    kind: "ServiceAccount",
-    metadata: { name: "tenant" },
-  });
-  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "RoleBinding",
-    metadata: { name: "tenant-editor" },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tenant-editor" },
-    subjects: [{ kind: "ServiceAccount", name: "tenant", namespace }],
-  });
-  const tr = await admin.request<{ status: { token: string } }>({
-    method: "POST",
-    path: `/api/v1/namespaces/${namespace}/serviceaccounts/tenant/token`,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
-  const client = new HttpKubeClient({
-    server: c.server,
-    caCerts: [c.caPem],
-    authorization: () => `Bearer ${tr.status.token}`,
-    userAgent: "kubectl/v1.35.4 (tenant)",
-  });
-  await eventually(
-    () => client.request({ method: "GET", path: `/api/v1/namespaces/${namespace}/configmaps`, query: { limit: 1 } }),
-    10_000,
-    `the tenant's RoleBinding in ${namespace} to take effect`,
-  );
-  return client;
-}
 
 /** The refusal of `write`: a 403 with the policy's message, naming who was refused. */
 async function refused(write: () => Promise<unknown>, what: string, who: string): Promise<void> {
@@ -273,8 +223,10 @@ Deno.test(
     const cms = `/api/v1/namespaces/${ns}/configmaps`;
     // The identity the harness runs the controller as (deploy/'s ServiceAccount name, in the test's namespace).
     const espejo: Identity = await espejoIdentity(admin, cfgNs);
-    const tenant = await createTenant(c, admin, ns);
-    const tenantName = `system:serviceaccount:${ns}:tenant`;
+    const { client: tenant, identity: { username: tenantName } } = await createTenant(c, admin, ns, {
+      rules: [{ apiGroups: [""], resources: ["configmaps"] }],
+      verbs: ALL_VERBS,
+    });
     const ctl = await startController(c, { watchNamespace: cfgNs });
     let policy: Policy | undefined;
     try {
@@ -476,23 +428,28 @@ Deno.test(
     });
 
     const core = (...resources: string[]) => ({ apiGroups: [""], resources, verbs: ALL_VERBS });
-    const tenant = await createTenant(c, admin, ns, [
-      core(
-        "configmaps",
-        "secrets",
-        "services",
-        "services/status",
-        "pods",
-        "pods/status",
-        "pods/ephemeralcontainers",
-        "pods/eviction",
-        "serviceaccounts",
-        "serviceaccounts/token",
-      ),
-      { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"], verbs: ALL_VERBS },
-      { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ALL_VERBS },
-    ]);
-    const tenantName = `system:serviceaccount:${ns}:tenant`;
+    const { client: tenant, identity: { username: tenantName } } = await createTenant(c, admin, ns, {
+      rules: [
+        {
+          apiGroups: [""],
+          resources: [
+            "configmaps",
+            "secrets",
+            "services",
+            "services/status",
+            "pods",
+            "pods/status",
+            "pods/ephemeralcontainers",
+            "pods/eviction",
+            "serviceaccounts",
+            "serviceaccounts/token",
+          ],
+        },
+        { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"] },
+        { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
+      ],
+      verbs: ALL_VERBS,
+    });
 
     // The controllers, impersonated: RBAC as their bootstrap roles give them, in this namespace only. Beside them,
     // ServiceAccounts of the tenant's namespace with the same names, which the policy must not take for them.

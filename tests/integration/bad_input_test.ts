@@ -16,6 +16,7 @@ import {
   startController,
   statusOf,
 } from "../../testenv/harness.ts";
+import { widgetKindYaml } from "../../testenv/widgets.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -245,33 +246,7 @@ Deno.test("A kind whose CRD is deleted mid-run fails alone; the other items carr
   const cfgNs = uniqueName("cfg");
   const ns = uniqueName("crd");
   const group = `${ns}.example.com`;
-  const crd = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.${group}}
-spec:
-  group: ${group}
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`;
-  await applyYaml(admin, crd);
-  await applyYaml(
-    admin,
-    `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: espejo-widgets-${ns}
-  labels: {sync.appuio.ch/aggregate-to-espejo: "true"}
-rules:
-- apiGroups: [${group}]
-  resources: [widgets]
-  verbs: [get, list, watch, create, update, delete]
-`,
-  );
+  await applyYaml(admin, widgetKindYaml(group, `espejo-widgets-${ns}`));
   const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: 500 });
   try {
     await createNamespace(admin, ns);

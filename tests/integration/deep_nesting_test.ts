@@ -6,7 +6,7 @@
  * limit is checked too: one level more is refused.
  */
 import assert from "node:assert/strict";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { canonicalJson, jsonText } from "../../lib/kube/canonical_json.ts";
 import { API_SERVER_MAX_DEPTH, deeperThan } from "../../lib/kube/json_depth.ts";
 import { applyYaml } from "../../testenv/apply.ts";
@@ -20,6 +20,8 @@ import {
   statusOf,
   type TestObject,
 } from "../../testenv/harness.ts";
+import { createTenant } from "../../testenv/tenant.ts";
+import { widgetKindYaml } from "../../testenv/widgets.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 /** The reconcile interval of every controller in this file. */
@@ -55,32 +57,7 @@ async function setup(c: TestCluster): Promise<Setup> {
   const cfgNs = uniqueName("cfg");
   const ns = uniqueName("deep");
   const group = `${ns}.example.com`;
-  await applyYaml(
-    admin,
-    `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.${group}}
-spec:
-  group: ${group}
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: espejo-widgets-${ns}
-  labels: {sync.appuio.ch/aggregate-to-espejo: "true"}
-rules:
-- apiGroups: [${group}]
-  resources: [widgets]
-  verbs: [get, list, watch, create, update, delete]
-`,
-  );
+  await applyYaml(admin, widgetKindYaml(group, `espejo-widgets-${ns}`));
   await eventually(
     async () => {
       const role = await admin.request<{ rules?: { apiGroups?: string[] }[] }>({
@@ -94,7 +71,10 @@ rules:
   );
   await createNamespace(admin, ns);
   await eventually(() => admin.request({ method: "GET", path: `/apis/${group}/v1/widgets` }), 30_000, "the CRD");
-  const { client: tenant, token } = await createTenant(c, admin, ns, group);
+  const { client: tenant, identity: { token } } = await createTenant(c, admin, ns, {
+    rules: [{ apiGroups: [group], resources: ["widgets"] }],
+    verbs: ["get", "list", "watch", "create", "update"],
+  });
   const http = Deno.createHttpClient({ caCerts: [c.caPem] });
   const tenantSends = async (method: "POST" | "PUT", path: string, body: unknown) => {
     const res = await fetch(c.server + path, {
@@ -113,51 +93,6 @@ rules:
     admin.close();
   };
   return { admin, tenant, tenantSends, close, cfgNs, ns, path: `/apis/${group}/v1/namespaces/${ns}/widgets/w` };
-}
-
-/** As tests/integration/tenant_test.ts makes one: a token from the TokenRequest API, no ClusterRole. */
-async function createTenant(
-  c: TestCluster,
-  admin: HttpKubeClient,
-  ns: string,
-  group: string,
-): Promise<{ client: HttpKubeClient; token: string }> {
-  const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
-  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "Role",
-    metadata: { name: "tenant-editor" },
-    rules: [{ apiGroups: [group], resources: ["widgets"], verbs: ["get", "list", "watch", "create", "update"] }],
-  });
-  await create(`/api/v1/namespaces/${ns}/serviceaccounts`, {
-    apiVersion: "v1",
-    kind: "ServiceAccount",
-    metadata: { name: "tenant" },
-  });
-  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "RoleBinding",
-    metadata: { name: "tenant-editor" },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tenant-editor" },
-    subjects: [{ kind: "ServiceAccount", name: "tenant", namespace: ns }],
-  });
-  const tr = await admin.request<{ status: { token: string } }>({
-    method: "POST",
-    path: `/api/v1/namespaces/${ns}/serviceaccounts/tenant/token`,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
-  const client = new HttpKubeClient({
-    server: c.server,
-    caCerts: [c.caPem],
-    authorization: () => `Bearer ${tr.status.token}`,
-    userAgent: "kubectl/v1.35.4 (tenant)",
-  });
-  await eventually(
-    () => client.request({ method: "GET", path: `/apis/${group}/v1/namespaces/${ns}/widgets` }),
-    10_000,
-    `the tenant's RoleBinding in ${ns} to take effect`,
-  );
-  return { client, token: tr.status.token };
 }
 
 /**

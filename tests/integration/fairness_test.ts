@@ -14,7 +14,7 @@
  * controller share one process): from the namespace's create arriving to the reply to espejo's last write in it.
  */
 import assert from "node:assert/strict";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import type { AuditEvent, Identity } from "../../testenv/controlplane.ts";
 import { auditEvents, clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
@@ -29,6 +29,7 @@ import {
   statusOf,
   type TestObject,
 } from "../../testenv/harness.ts";
+import { createTenant } from "../../testenv/tenant.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 /** The deployed budget (--kube-api-qps 50, --kube-api-burst 100). */
@@ -61,35 +62,20 @@ const configMaps = (prefix: string, count: number) =>
 
 /**
  * One tenant of `namespaces` (which must exist): ServiceAccount `tenant` in the first, bound in each to a Role that may
- * read, watch and write configmaps there, and to a ClusterRole that may patch the first Namespace (its labels). Never
+ * read, watch and update configmaps there, and to a ClusterRole that may patch the first Namespace (its labels). Never
  * admin.
  */
-async function createTenant(c: TestCluster, admin: HttpKubeClient, namespaces: string[]): Promise<HttpKubeClient> {
-  const home = namespaces[0];
+async function createLabellingTenant(
+  c: TestCluster,
+  admin: HttpKubeClient,
+  namespaces: string[],
+): Promise<HttpKubeClient> {
+  const [home, ...alsoIn] = namespaces;
   const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
   const rbac = "/apis/rbac.authorization.k8s.io/v1";
-  const subjects = [{ kind: "ServiceAccount", name: "tenant", namespace: home }];
-  await create(`/api/v1/namespaces/${home}/serviceaccounts`, {
-    apiVersion: "v1",
-    kind: "ServiceAccount",
-    metadata: { name: "tenant" },
-  });
-  for (const ns of namespaces) {
-    await create(`${rbac}/namespaces/${ns}/roles`, {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: { name: "tenant-editor" },
-      rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch", "update", "patch"] }],
-    });
-    await create(`${rbac}/namespaces/${ns}/rolebindings`, {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: "tenant-editor" },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tenant-editor" },
-      subjects,
-    });
-  }
   const labeller = `${home}-labeller`;
+  // Bound first (to the ServiceAccount createTenant then makes), so that it has had as long as the RoleBindings to take
+  // effect when createTenant's wait for them ends.
   await create(`${rbac}/clusterroles`, {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "ClusterRole",
@@ -101,29 +87,14 @@ async function createTenant(c: TestCluster, admin: HttpKubeClient, namespaces: s
     kind: "ClusterRoleBinding",
     metadata: { name: labeller },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: labeller },
-    subjects,
+    subjects: [{ kind: "ServiceAccount", name: "tenant", namespace: home }],
   });
-  const tr = await admin.request<{ status: { token: string } }>({
-    method: "POST",
-    path: `/api/v1/namespaces/${home}/serviceaccounts/tenant/token`,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
+  const tenant = await createTenant(c, admin, home, {
+    alsoIn,
+    rules: [{ apiGroups: [""], resources: ["configmaps"] }],
+    verbs: ["get", "list", "watch", "update", "patch"],
   });
-  const identity: Identity = { username: `system:serviceaccount:${home}:tenant`, token: tr.status.token };
-  const client = new HttpKubeClient({
-    server: c.server,
-    caCerts: [c.caPem],
-    authorization: () => `Bearer ${identity.token}`,
-    userAgent: "kubectl/v1.35.4 (tenant)",
-  });
-  // The API server's RBAC authorizer learns of new bindings through its informers: wait until the tenant may act.
-  for (const ns of namespaces) {
-    await eventually(
-      () => client.request({ method: "GET", path: cmPath(ns), query: { limit: 1 } }),
-      10_000,
-      `the tenant's RoleBinding in ${ns} to take effect`,
-    );
-  }
-  return client;
+  return tenant.client;
 }
 
 /**
@@ -253,7 +224,7 @@ Deno.test(
     const cfgNs = uniqueName("cfg");
     const tenantNs = Array.from({ length: TENANT_NAMESPACES }, (_, i) => `${runId}-t${i}`);
     for (const ns of tenantNs) await createNamespace(admin, ns, { [ALL_LABEL]: runId, [TENANT_LABEL]: runId });
-    const tenant = await createTenant(c, admin, tenantNs);
+    const tenant = await createLabellingTenant(c, admin, tenantNs);
     const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: INTERVAL_MS, qps: QPS });
     const stopLoad = new AbortController();
     const limit = setTimeout(() => stopLoad.abort(new Error("the load's time limit")), LOAD_LIMIT_MS);

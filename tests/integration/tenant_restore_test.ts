@@ -5,9 +5,9 @@
  * with the shipped rights; what espejo sent is counted in the audit log.
  */
 import assert from "node:assert/strict";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { deepEqual } from "../../lib/kube/objects.ts";
-import type { AuditEvent, Identity } from "../../testenv/controlplane.ts";
+import type { AuditEvent } from "../../testenv/controlplane.ts";
 import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   auditNow,
@@ -21,6 +21,7 @@ import {
   statusOf,
   type TestObject,
 } from "../../testenv/harness.ts";
+import { createTenant, type Tenant } from "../../testenv/tenant.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const INTERVAL_MS = 3000;
@@ -32,52 +33,11 @@ const cmPath = (ns: string, name = "") => `/api/v1/namespaces/${ns}/configmaps${
 const secretPath = (ns: string, name = "") => `/api/v1/namespaces/${ns}/secrets${name ? `/${name}` : ""}`;
 const rbPath = (ns: string, name = "") => `/apis/${RBAC}/v1/namespaces/${ns}/rolebindings${name ? `/${name}` : ""}`;
 
-interface Tenant {
-  identity: Identity;
-  client: HttpKubeClient;
-}
-
-/**
- * A tenant of `namespace`: ServiceAccount `tenant`, bound to a Role there that may write configmaps, secrets and
- * rolebindings (and read roles, to bind them). Never admin.
- */
-async function createTenant(c: TestCluster, admin: HttpKubeClient, namespace: string): Promise<Tenant> {
-  const verbs = ["get", "list", "watch", "create", "update", "patch", "delete"];
-  const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
-  await create(`/apis/${RBAC}/v1/namespaces/${namespace}/roles`, {
-    apiVersion: `${RBAC}/v1`,
-    kind: "Role",
-    metadata: { name: "tenant-editor" },
-    rules: [
-      { apiGroups: [""], resources: ["configmaps", "secrets"], verbs },
-      { apiGroups: [RBAC], resources: ["rolebindings"], verbs },
-    ],
-  });
-  await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, { metadata: { name: "tenant" } });
-  await create(rbPath(namespace), {
-    metadata: { name: "tenant-editor" },
-    roleRef: { apiGroup: RBAC, kind: "Role", name: "tenant-editor" },
-    subjects: [{ kind: "ServiceAccount", name: "tenant", namespace }],
-  });
-  const tr = await admin.request<{ status: { token: string } }>({
-    method: "POST",
-    path: `/api/v1/namespaces/${namespace}/serviceaccounts/tenant/token`,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
-  const identity = { username: `system:serviceaccount:${namespace}:tenant`, token: tr.status.token };
-  const client = new HttpKubeClient({
-    server: c.server,
-    caCerts: [c.caPem],
-    authorization: () => `Bearer ${identity.token}`,
-    userAgent: "kubectl/v1.35.4 (tenant)",
-  });
-  await eventually(
-    () => client.request({ method: "GET", path: rbPath(namespace), query: { limit: 1 } }),
-    10_000,
-    `the tenant's RoleBinding in ${namespace} to take effect`,
-  );
-  return { identity, client };
-}
+/** What the tenant may write in its namespace: configmaps, secrets and rolebindings (binding its own Role). */
+const TENANT_RULES = [
+  { apiGroups: [""], resources: ["configmaps", "secrets"] },
+  { apiGroups: [RBAC], resources: ["rolebindings"] },
+];
 
 /** A request of the tenant's; a refusal is a bug of the test (the attack was never made), not espejo's win. */
 async function tenantDoes<T>(what: string, p: Promise<T>): Promise<T> {
@@ -159,7 +119,7 @@ async function setUp(prefix: string): Promise<Setup> {
   const cfgNs = uniqueName("cfg");
   const ns = uniqueName(prefix);
   await createNamespace(admin, ns);
-  const tenant = await createTenant(c, admin, ns);
+  const tenant = await createTenant(c, admin, ns, { rules: TENANT_RULES });
   const ctl = await startController(c, { watchNamespace: cfgNs, reconcileIntervalMs: INTERVAL_MS, optIn: ["secrets"] });
   return { c, admin, cfgNs, ns, tenant, ctl };
 }

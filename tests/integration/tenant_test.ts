@@ -5,11 +5,11 @@
  * back off from a fight instead of looping.
  */
 import assert from "node:assert/strict";
-import { HttpKubeClient } from "../../lib/kube/client.ts";
+import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { deepEqual } from "../../lib/kube/objects.ts";
-import type { AuditEvent, Identity } from "../../testenv/controlplane.ts";
-import { clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
+import type { AuditEvent } from "../../testenv/controlplane.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import {
   auditNow,
   counterValue,
@@ -22,6 +22,7 @@ import {
   statusOf,
   type TestObject,
 } from "../../testenv/harness.ts";
+import { createTenant, type Tenant } from "../../testenv/tenant.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 /** The reconcile interval of every controller in this file. */
@@ -35,64 +36,6 @@ const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
 
 const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;
 const npPath = (ns: string, name: string) => `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies/${name}`;
-
-interface Tenant {
-  namespace: string;
-  identity: Identity;
-  client: HttpKubeClient;
-}
-
-/**
- * A tenant of `namespace` (which must exist): ServiceAccount `tenant` there, bound by a RoleBinding to a Role in that
- * namespace only that may read and write configmaps and networkpolicies. Never admin, no ClusterRole. The token comes
- * from the TokenRequest API, as createServiceAccount (controlplane.ts) gets the controller's.
- */
-async function createTenant(c: TestCluster, admin: HttpKubeClient, namespace: string): Promise<Tenant> {
-  const verbs = ["get", "list", "watch", "create", "update", "patch", "delete"];
-  const create = (path: string, body: unknown) => admin.request({ method: "POST", path, body });
-  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/roles`, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "Role",
-    metadata: { name: "tenant-editor" },
-    rules: [
-      { apiGroups: [""], resources: ["configmaps"], verbs },
-      { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs },
-    ],
-  });
-  await create(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
-    apiVersion: "v1",
-    kind: "ServiceAccount",
-    metadata: { name: "tenant" },
-  });
-  await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/rolebindings`, {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "RoleBinding",
-    metadata: { name: "tenant-editor" },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "tenant-editor" },
-    subjects: [{ kind: "ServiceAccount", name: "tenant", namespace }],
-  });
-  const tr = await admin.request<{ status: { token: string } }>({
-    method: "POST",
-    path: `/api/v1/namespaces/${namespace}/serviceaccounts/tenant/token`,
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
-  const identity = { username: `system:serviceaccount:${namespace}:tenant`, token: tr.status.token };
-  // Not clientFor(): its user agent would make the tenant's default field manager "espejo-test". A tenant's
-  // ordinary edits come from "kubectl"; when it poses as espejo, it says so with ?fieldManager=espejo.
-  const client = new HttpKubeClient({
-    server: c.server,
-    caCerts: [c.caPem],
-    authorization: () => `Bearer ${identity.token}`,
-    userAgent: "kubectl/v1.35.4 (tenant)",
-  });
-  // The API server's RBAC authorizer learns of new bindings through its informers: wait until the tenant may act.
-  await eventually(
-    () => client.request({ method: "GET", path: `/api/v1/namespaces/${namespace}/configmaps`, query: { limit: 1 } }),
-    10_000,
-    `the tenant's RoleBinding in ${namespace} to take effect`,
-  );
-  return { namespace, identity, client };
-}
 
 /** A merge patch sent by the tenant; a refusal is a bug of the test (the tenant may do this), not espejo's win. */
 async function tenantPatch(tenant: Tenant, path: string, body: unknown, fieldManager?: string): Promise<TestObject> {
