@@ -3,7 +3,7 @@
  * Flags -> config, logging, API client, probes and metrics, leader election, the controller, signal handling.
  */
 import { getLogger } from "@logtape/logtape";
-import { FlagError, readCommandLine } from "./lib/app/config.ts";
+import { FlagError, readCommandLine, subcommandOf } from "./lib/app/config.ts";
 import { formatDuration } from "./lib/app/duration.ts";
 import { Controller } from "./lib/controller/controller.ts";
 import { serveMetrics, serveProbes } from "./lib/app/http_server.ts";
@@ -38,6 +38,7 @@ async function main(): Promise<number> {
   const config = commandLine.run;
   await setupLogging(config.logFormat, config.verbose);
   const log = getLogger(["espejo", "main"]);
+  for (const warning of commandLine.warnings) log.warn("{warning}", { warning });
   log.info("Starting espejo {version}", {
     version: VERSION,
     reconcileInterval: formatDuration(config.reconcileIntervalMs),
@@ -192,11 +193,13 @@ function podNamespace(): string | undefined {
 }
 
 if (import.meta.main) {
-  // `espejo plan ...` shows what the controller would do (lib/app/plan_command.ts); anything else runs it.
+  // `espejo plan ...` shows what the controller would do (lib/app/plan_command.ts); anything else runs it. Flags may
+  // come before the subcommand, as with cobra: `espejo --kubeconfig x plan` hands plan `--kubeconfig x`.
   // Imported only then: the plan's code (and its YAML parser) would cost the controller memory it never uses.
-  if (Deno.args[0] === "plan") {
+  const subcommand = subcommandOf(Deno.args);
+  if (subcommand?.name === "plan") {
     const { runPlan } = await import("./lib/app/plan_command.ts");
-    Deno.exit(await runPlan(Deno.args.slice(1), Deno.env.toObject()));
+    Deno.exit(await runPlan(subcommand.args, Deno.env.toObject()));
   }
   Deno.exit(await main());
 }

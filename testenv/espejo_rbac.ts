@@ -90,12 +90,13 @@ export async function copyOfDeployedRbac(admin: HttpKubeClient, suffix: string):
 
 /**
  * espejo's identity as deploy/ makes it, in `namespace` (the controller's, where its SyncConfigs are): ServiceAccount
- * `name` bound to `manager` and to deploy/'s Role for Events there, plus the other Roles of `roles` in that namespace.
+ * `name` bound to `manager` and to deploy/'s Role for Events there (and its Role for the leader Lease with
+ * `leaderElection`), plus the other Roles of `roles` in that namespace.
  */
 export async function espejoIdentity(
   admin: HttpKubeClient,
   namespace: string,
-  opts: { name?: string; manager?: ManagerRole; roles?: string[] } = {},
+  opts: { name?: string; manager?: ManagerRole; roles?: string[]; leaderElection?: boolean } = {},
 ): Promise<Identity> {
   const name = opts.name ?? "espejo";
   await admin.request({
@@ -105,7 +106,8 @@ export async function espejoIdentity(
   }).catch((e) => {
     if (!isAlreadyExists(e)) throw e;
   });
-  const roles = (await documents("rbac", "events_role.yaml")).filter((o) => o.kind === "Role");
+  const files = ["events_role.yaml", ...(opts.leaderElection ? ["leader_election_role.yaml"] : [])];
+  const roles = (await Promise.all(files.map((f) => documents("rbac", f)))).flat().filter((o) => o.kind === "Role");
   for (const role of roles) await applyObject(admin, { ...role, metadata: { ...role.metadata, namespace } });
   const manager = opts.manager ?? DEPLOYED;
   return await createServiceAccount(admin, namespace, name, manager.name, [

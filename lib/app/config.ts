@@ -5,7 +5,7 @@
  */
 import { FlagError, type FlagSpec, invalidValue, parseFlags, usage } from "./flags.ts";
 import { parseGoDuration } from "./duration.ts";
-import { unknownCommand } from "./subcommands.ts";
+import { findSubcommand, firstCommandWord, strayWords, SUBCOMMANDS, unknownCommand } from "./subcommands.ts";
 
 export { FlagError };
 
@@ -183,6 +183,14 @@ const FLAGS = {
   help: { short: "h", help: "show this help and exit" },
 } satisfies Record<string, Omit<FlagSpec, "name"> & { parse?: (v: string) => unknown }>;
 
+/** The Go espejo v0.5.0's flags (its main.go, loadConfig): a command line written for it runs here as it ran there. */
+const GO_ESPEJO_FLAGS: ReadonlySet<string> = new Set<FlagName>([
+  "metrics-addr",
+  "enable-leader-election",
+  "reconcile-interval",
+  "verbose",
+]);
+
 type FlagName = keyof typeof FLAGS;
 /** The flags that take a value with a default. */
 type ValueFlag = {
@@ -204,8 +212,16 @@ export function namespaceNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** What a command line asks for: run with a config, or print a text (help, version) and exit 0. */
-export type CommandLine = { run: Config } | { print: string };
+/**
+ * What a command line asks for: run with a config (and the warnings to log once logging is set up), or print a text
+ * (help, version) and exit 0.
+ */
+export type CommandLine = { run: Config; warnings: string[] } | { print: string };
+
+/** The subcommand a command line names (flags may stand before it), judged by the controller's flags; see main.ts. */
+export function subcommandOf(args: readonly string[]): ReturnType<typeof findSubcommand> {
+  return findSubcommand(SPECS, args);
+}
 
 /**
  * Reads flags and environment. A bad flag, a bad value or a `WATCH_NAMESPACE` that is not a namespace name throws a
@@ -216,10 +232,16 @@ export function readCommandLine(
   env: Record<string, string | undefined>,
   version = "dev",
 ): CommandLine {
+  // cobra finds the command before it parses flags: `espejo plna -f a.yaml` is an unknown command, not an unknown -f.
+  const first = firstCommandWord(SPECS, args);
+  if (first && SUBCOMMANDS.some((c) => c === first.word)) {
+    throw new Error(`readCommandLine: "${first.word}" is a subcommand, which main.ts runs instead (subcommandOf)`);
+  }
+  if (first) throw new FlagError(unknownCommand(first.word, first.afterBoolean));
   const { values, positional } = parseFlags(SPECS, args);
   if (values.get("help") === true) return { print: usage("espejo", DESCRIPTION, SPECS) };
   if (values.get("version") === true) return { print: version };
-  if (positional.length) throw new FlagError(unknownCommand(positional[0]));
+  const warnings = strayWords(positional, GO_ESPEJO_FLAGS);
   const text = (name: FlagName) => {
     const v = values.get(name);
     return typeof v === "string" ? v : undefined;
@@ -264,6 +286,7 @@ export function readCommandLine(
       watchNamespace,
       pruneDefault: values.get("prune-default") === true,
     },
+    warnings,
   };
 }
 

@@ -23,6 +23,24 @@ async function runMain(args: string[], env: Record<string, string> = {}) {
   return { code: out.code, stdout: new TextDecoder().decode(out.stdout), stderr: new TextDecoder().decode(out.stderr) };
 }
 
+/** main.ts started as the image runs it, and its output, collected until it exits. */
+function startMain(args: string[], env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...shippedFlags(), mainTs, ...args],
+    env: { ...imageEnvironment(), ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  return { child, output };
+}
+
+/** The messages of the warnings among JSON log lines (warnings go to stderr by console.warn, the rest to stdout). */
+function warningsOf([stdout, stderr]: string[]): string[] {
+  const lines = `${stdout}\n${stderr}`.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  return lines.filter((l) => l.level === "warning").map((l) => l.message);
+}
+
 Deno.test("main --help lists every flag, and docs/reference.md documents each of them", opts, async () => {
   const { code, stdout } = await runMain(["--help"]);
   assert.equal(code, 0);
@@ -58,6 +76,116 @@ Deno.test("main refuses a mistyped subcommand with exit 1 before it starts anyth
   assert.match(stderr, /^error: unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\n/);
   assert.doesNotMatch(stdout + stderr, /Starting espejo/);
 });
+
+Deno.test("main refuses a mistyped subcommand after flags too, with its suggestion", opts, async () => {
+  for (const args of [["--kubeconfig", "/nonexistent", "plna"], ["-v", "plna", "-f", "a.yaml"]]) {
+    const { code, stdout, stderr } = await runMain(args, { KUBECONFIG: "/nonexistent" });
+    assert.equal(code, 1, `${args.join(" ")}: ${stderr}`);
+    assert.match(stderr, /^error: unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\n/);
+    assert.doesNotMatch(stdout + stderr, /Starting espejo/);
+  }
+});
+
+Deno.test("main runs plan with the flags before it: espejo --kubeconfig <path> plan -f <file>", opts, async () => {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("main-plan");
+  const target = uniqueName("main-plan-target");
+  const dir = await Deno.makeTempDir();
+  try {
+    await createNamespace(admin, cfgNs);
+    await createNamespace(admin, target);
+    const kubeconfig = join(dir, "kubeconfig");
+    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
+    const file = join(dir, "syncconfig.json");
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({
+        apiVersion: "sync.appuio.ch/v1alpha1",
+        kind: "SyncConfig",
+        metadata: { name: "from-file", namespace: cfgNs },
+        spec: {
+          namespaceSelector: { matchNames: [target] },
+          syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "planned" }, data: { a: "b" } }],
+        },
+      }),
+    );
+    // Both spellings of the flag before the subcommand, and one more flag of plan's on either side.
+    for (
+      const args of [
+        ["--kubeconfig", kubeconfig, "plan", "-f", file, "-o", "json"],
+        [`--kubeconfig=${kubeconfig}`, "-o", "json", "plan", "-f", file],
+      ]
+    ) {
+      const { code, stdout, stderr } = await runMain(args, { WATCH_NAMESPACE: cfgNs });
+      assert.equal(code, 2, `${args.join(" ")}: something would change; ${stderr}`);
+      const report = JSON.parse(stdout) as {
+        syncConfigs: { syncConfig: string; actions: { action: string; namespace: string; name: string }[] }[];
+      };
+      const actions = report.syncConfigs.find((s) => s.syncConfig === `${cfgNs}/from-file`)?.actions;
+      assert.deepEqual(actions?.map((a) => [a.action, a.namespace, a.name]), [["create", target, "planned"]]);
+    }
+  } finally {
+    admin.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test(
+  "main runs --enable-leader-election true as the Go espejo did: leader election on, a warning that names the word",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("main-bool");
+    const dir = await Deno.makeTempDir();
+    try {
+      const identity = await espejoIdentity(admin, cfgNs, { leaderElection: true });
+      const kubeconfig = join(dir, "kubeconfig");
+      await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, identity));
+      const [metricsPort, healthPort] = await freePorts(2);
+      const { child, output } = startMain([
+        ...["--kubeconfig", kubeconfig, "--log-format=json"],
+        // As a Deployment written for the Go espejo may have it: pflag left "true" positional, and espejo ignored it.
+        ...["--enable-leader-election", "true"],
+        ...[`--metrics-addr=127.0.0.1:${metricsPort}`, `--health-addr=127.0.0.1:${healthPort}`],
+      ], { WATCH_NAMESPACE: cfgNs });
+      try {
+        await eventually(
+          async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => undefined))?.status === 200,
+          30_000,
+          "ready",
+        );
+        await eventually(
+          async () => {
+            const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
+            return /^espejo_leader 1$/m.test((await res?.text()) ?? "");
+          },
+          30_000,
+          "the leader, by its Lease",
+        );
+        const lease = await getObject(
+          admin,
+          `/apis/coordination.k8s.io/v1/namespaces/${cfgNs}/leases/bd39f6a0.appuio.ch`,
+        ) as { spec?: { holderIdentity?: string } };
+        assert.ok(lease.spec?.holderIdentity, "the Lease names its holder");
+      } finally {
+        child.kill("SIGTERM");
+        assert.equal((await child.status).code, 0, "exits 0 on SIGTERM");
+      }
+      const warnings = warningsOf(await output);
+      assert.ok(
+        warnings.includes(
+          'ignoring positional argument "true" after --enable-leader-election; write --enable-leader-election=true',
+        ),
+        `the warning names the word and the flag: ${JSON.stringify(warnings)}`,
+      );
+    } finally {
+      admin.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
 
 Deno.test("main names why it cannot reach the API server, in the log and in /readyz", opts, async () => {
   const c = await testCluster();
@@ -127,16 +255,10 @@ Deno.test(
       const path = join(dir, "kubeconfig");
       const identity = { username: "nobody", token: "unused" } as Identity;
       await Deno.writeTextFile(path, kubeconfigYaml(`https://127.0.0.1:${closedPort}`, "", identity));
-      const child = new Deno.Command(Deno.execPath(), {
-        args: [
-          ...["run", ...shippedFlags(), mainTs, "--kubeconfig", path, "--log-format=json"],
-          ...[`--health-addr=127.0.0.1:${healthPort}`, "--metrics-addr=0"],
-        ],
-        env: { ...imageEnvironment(), WATCH_NAMESPACE: "" },
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
-      const output = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+      const { child, output } = startMain([
+        ...["--kubeconfig", path, "--log-format=json"],
+        ...[`--health-addr=127.0.0.1:${healthPort}`, "--metrics-addr=0"],
+      ], { WATCH_NAMESPACE: "" });
       try {
         // Serving probes means the start is behind it, and with it the warning.
         await eventually(
@@ -148,15 +270,10 @@ Deno.test(
         child.kill("SIGTERM");
         await child.status;
       }
-      // Warnings go to stderr (the console sink's console.warn), the rest to stdout: JSON lines either way.
-      const [stdout, stderr] = await output;
-      const lines = `${stdout}\n${stderr}`.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
-      const warnings = lines.filter((l) => l.level === "warning");
+      const warnings = warningsOf(await output);
       assert.ok(
-        warnings.some((l) =>
-          /WATCH_NAMESPACE is empty: .*anyone who can create a SyncConfig in any namespace/.test(l.message)
-        ),
-        `a warning names the risk: ${(stdout + stderr).slice(0, 2000)}`,
+        warnings.some((m) => /WATCH_NAMESPACE is empty: .*anyone who can create a SyncConfig in any namespace/.test(m)),
+        `a warning names the risk: ${JSON.stringify(warnings)}`,
       );
     } finally {
       await Deno.remove(dir, { recursive: true });

@@ -297,10 +297,73 @@ const STRAY: [args: string[], message: RegExp][] = [
   // `--` ends the flags: what follows is a positional argument, refused like any other.
   [["--", "--verbose"], /^unknown command "--verbose" for "espejo"/],
   [["-"], /^unknown command "-" for "espejo"/],
+  // cobra finds the command before it reads flags: a mistyped subcommand is named, whatever flags follow it.
+  [["plna", "-f", "a.yaml"], /^unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\n/],
+  [["--kubeconfig", "x", "plna", "--nope"], /^unknown command "plna" for "espejo"/],
+  [["--reconcile-interval=1m", "plna"], /^unknown command "plna" for "espejo"/],
 ];
+
+Deno.test("readCommandLine: an unknown flag takes the next word, as cobra assumes when it looks for a command", () => {
+  assert.throws(() => readCommandLine(["--nope", "plna"], {}), /^Error: unknown flag: --nope$/);
+  assert.throws(() => readCommandLine(["-x", "plna"], {}), /unknown shorthand flag: 'x' in -x/);
+});
+
+Deno.test("readCommandLine is never handed a subcommand: main.ts runs it (an Error, not a FlagError)", () => {
+  assert.throws(() => readCommandLine(["-v", "plan"], {}), (e: unknown) => !(e instanceof FlagError));
+});
 
 for (const [args, message] of STRAY) {
   Deno.test(`readCommandLine refuses the stray argument in ${JSON.stringify(args)} with exit code 1`, () => {
+    assert.throws(() => readCommandLine(args, {}), (e: unknown) => {
+      assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
+      assert.equal(e.exitCode, 1);
+      assert.match(e.message, message);
+      return true;
+    });
+  });
+}
+
+// A Deployment written for the Go espejo, whose pflag left a word after a boolean flag positional and ignored it.
+const GO_ESPEJO_LINES: [args: string[], leader: boolean, verbose: boolean, warning: RegExp][] = [
+  [
+    ["--enable-leader-election", "true"],
+    true,
+    false,
+    /^ignoring positional argument "true" after --enable-leader-election; write --enable-leader-election=true$/,
+  ],
+  // The Go espejo ran these with the flag on; so does espejo, saying so.
+  [["--enable-leader-election", "false"], true, false, /--enable-leader-election is on, as the Go espejo read/],
+  [["--verbose", "False", "--reconcile-interval=1m"], false, true, /"False" after --verbose: .*--verbose is on/],
+  [["-v", "1", "--enable-leader-election", "t"], true, true, /"1" after -v; write --verbose=1/],
+];
+
+for (const [args, leader, verbose, warning] of GO_ESPEJO_LINES) {
+  Deno.test(`readCommandLine runs ${JSON.stringify(args)} as the Go espejo did, with a warning`, () => {
+    const line = readCommandLine(args, {});
+    assert.ok("run" in line, JSON.stringify(line));
+    assert.deepEqual([line.run.enableLeaderElection, line.run.verbose], [leader, verbose]);
+    assert.match(line.warnings[0], warning);
+  });
+}
+
+Deno.test("readCommandLine warns of nothing on a command line pflag reads without positional arguments", () => {
+  const line = readCommandLine(["--enable-leader-election=false", "-v", "--metrics-addr", "0"], {});
+  assert.deepEqual("run" in line && line.warnings, []);
+});
+
+const STRAY_AFTER_BOOLEAN: [args: string[], message: RegExp][] = [
+  // espejo's own booleans: no Go espejo line carries them, and "false" would turn on what it asks off.
+  [["--prune-default", "false"], /^"false" after --prune-default is not its value/],
+  [["--metrics-secure", "0"], /^"0" after --metrics-secure is not its value/],
+  // A word pflag never takes as a boolean's value, or one after a flag that has its value already.
+  [["--enable-leader-election", "yes"], /^unknown command "yes" for "espejo"\n--enable-leader-election is a boolean/],
+  [["-v", "plna"], /^unknown command "plna" for "espejo"\n\nDid you mean this\?\n\tplan\nRun 'espejo --help'/],
+  [["--enable-leader-election=true", "true"], /^unknown command "true" for "espejo"\nRun/],
+  [["--enable-leader-election", "true", "true"], /^unknown command "true" for "espejo"\nRun/],
+];
+
+for (const [args, message] of STRAY_AFTER_BOOLEAN) {
+  Deno.test(`readCommandLine refuses ${JSON.stringify(args)} with exit code 1`, () => {
     assert.throws(() => readCommandLine(args, {}), (e: unknown) => {
       assert.ok(e instanceof FlagError, `expected a FlagError, got ${e}`);
       assert.equal(e.exitCode, 1);
