@@ -1,11 +1,12 @@
 /**
- * deploy/monitoring with the real tools: promtool checks and unit-tests every alert; the kustomization is accepted
- * by the API server; and a real Prometheus, scraping a controller under test, evaluates every alert and dashboard
+ * deploy/monitoring with the real tools: promtool checks and unit-tests every alert; the kustomization, plain and with
+ * the --metrics-secure component, is accepted by the API server under the Prometheus Operator's own CRDs (their
+ * schemas refuse an unknown field); and a real Prometheus, scraping a controller under test, evaluates every alert and dashboard
  * query, which must name only metrics the controller serves. A stall provoked by stopping the API server makes the
  * stall alert's expression return a series; a healthy run returns none.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { serveMetrics } from "../../lib/app/http_server.ts";
 import { isAlreadyExists } from "../../lib/kube/errors.ts";
@@ -80,67 +81,111 @@ Deno.test("The dashboard: every panel has a title, a unit and a query on the dat
   }
 });
 
-/** A CRD that accepts anything under spec: enough for the API server to take the operator's objects. */
-function minimalCrd(kind: string, plural: string) {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.monitoring.coreos.com` },
-    spec: {
-      group: "monitoring.coreos.com",
-      scope: "Namespaced",
-      names: { kind, plural, singular: kind.toLowerCase(), listKind: `${kind}List` },
-      versions: [{
-        name: "v1",
-        served: true,
-        storage: true,
-        schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
-      }],
-    },
-  };
+/**
+ * The Prometheus Operator's CRDs of PrometheusRule and ServiceMonitor, from its Go module (fetched like the control
+ * plane's sources, through the Go module proxy, and cached by Go), so that the API server checks our objects against
+ * their real schemas: with kubectl's strict field validation a misspelt or unknown field is refused.
+ */
+const PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0";
+async function operatorCrds(): Promise<Record<string, unknown>[]> {
+  const cwd = await Deno.makeTempDir({ prefix: "espejo-go-" }); // outside any Go module
+  try {
+    const o = await new Deno.Command("go", {
+      args: ["mod", "download", "-json", PROMETHEUS_OPERATOR],
+      cwd,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const out = new TextDecoder().decode(o.stdout);
+    assert.equal(o.code, 0, `go mod download ${PROMETHEUS_OPERATOR}: ${out} ${new TextDecoder().decode(o.stderr)}`);
+    const { Dir } = JSON.parse(out) as { Dir: string };
+    return ["prometheusrules", "servicemonitors"].map((plural) =>
+      parse(Deno.readTextFileSync(join(Dir, "example/prometheus-operator-crd", `monitoring.coreos.com_${plural}.yaml`)))
+    );
+  } finally {
+    await Deno.remove(cwd, { recursive: true });
+  }
 }
 
-Deno.test("kubectl apply -k deploy/monitoring is accepted by the API server", opts, async () => {
-  const c = await testCluster();
-  const admin = clientFor(c);
-  try {
-    for (const [kind, plural] of [["PrometheusRule", "prometheusrules"], ["ServiceMonitor", "servicemonitors"]]) {
-      await admin.request({
-        method: "POST",
-        path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        body: minimalCrd(kind, plural),
-      }).catch((e) => {
-        if (!isAlreadyExists(e)) throw e;
-      });
+Deno.test(
+  "kubectl apply -k deploy/monitoring, plain and secure, is accepted by the API server with the operator's CRDs",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    try {
+      for (const crd of await operatorCrds()) {
+        await admin.request({
+          method: "POST",
+          path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+          body: crd,
+        })
+          .catch((e) => {
+            if (!isAlreadyExists(e)) throw e;
+          });
+      }
+      for (const namespace of ["espejo-system", "appuio-espejo"]) {
+        await createNamespace(admin, namespace).catch((e) => {
+          if (!isAlreadyExists(e)) throw e;
+        });
+      }
+      await eventually(
+        async () => {
+          try {
+            await admin.request({ method: "GET", path: "/apis/monitoring.coreos.com/v1/prometheusrules" });
+            await admin.request({ method: "GET", path: "/apis/monitoring.coreos.com/v1/servicemonitors" });
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        30_000,
+        "the operator's CRDs to be served",
+      );
+      const kubeconfig = await Deno.makeTempFile({ suffix: ".yaml" });
+      await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
+      const rendered = await run("kubectl", ["kustomize", monitoring]);
+      assert.equal(rendered.code, 0, rendered.out);
+      const kinds = parseAllDocuments(rendered.out).map((d) => (d.toJSON() as { kind: string }).kind).sort();
+      assert.deepEqual(kinds, ["ConfigMap", "PrometheusRule", "ServiceMonitor"]);
+      const applied = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "-k", monitoring, "--dry-run=server"]);
+      assert.equal(applied.code, 0, applied.out);
+      // The --metrics-secure component, in another namespace (tests/unit/deploy_monitoring_test.ts checks what it
+      // renders; here the operator's schema checks its fields).
+      const overlay = await Deno.makeTempDir({ prefix: "espejo-monitoring-" });
+      try {
+        await Deno.writeTextFile(
+          join(overlay, "kustomization.yaml"),
+          [
+            "apiVersion: kustomize.config.k8s.io/v1beta1",
+            "kind: Kustomization",
+            "namespace: appuio-espejo",
+            `resources: [${relative(overlay, monitoring)}]`, // kustomize refuses absolute paths
+            `components: [${relative(overlay, join(monitoring, "secure"))}]`,
+            "",
+          ].join("\n"),
+        );
+        const secure = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "-k", overlay, "--dry-run=server"]);
+        assert.equal(secure.code, 0, secure.out);
+        assert.match(secure.out, /servicemonitor\.monitoring\.coreos\.com\/espejo created \(server dry run\)/);
+        // The schema is in force: a misspelt field is refused, not kept or dropped.
+        const misspelt = join(overlay, "misspelt.yaml");
+        await Deno.writeTextFile(
+          misspelt,
+          "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: { name: misspelt, namespace: appuio-espejo }\n" +
+            "spec: { selector: {}, endpoints: [{ port: metrics, bearerTokenFil: /token }] }\n",
+        );
+        const refused = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "-f", misspelt, "--dry-run=server"]);
+        assert.notEqual(refused.code, 0, refused.out);
+        assert.match(refused.out, /unknown field "spec\.endpoints\[0\]\.bearerTokenFil"/);
+      } finally {
+        await Deno.remove(overlay, { recursive: true });
+      }
+    } finally {
+      admin.close();
     }
-    await createNamespace(admin, "espejo-system").catch((e) => {
-      if (!isAlreadyExists(e)) throw e;
-    });
-    await eventually(
-      async () => {
-        try {
-          await admin.request({ method: "GET", path: "/apis/monitoring.coreos.com/v1/prometheusrules" });
-          await admin.request({ method: "GET", path: "/apis/monitoring.coreos.com/v1/servicemonitors" });
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      30_000,
-      "the operator's CRDs to be served",
-    );
-    const kubeconfig = await Deno.makeTempFile({ suffix: ".yaml" });
-    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
-    const rendered = await run("kubectl", ["kustomize", monitoring]);
-    assert.equal(rendered.code, 0, rendered.out);
-    const kinds = parseAllDocuments(rendered.out).map((d) => (d.toJSON() as { kind: string }).kind).sort();
-    assert.deepEqual(kinds, ["ConfigMap", "PrometheusRule", "ServiceMonitor"]);
-    const applied = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "-k", monitoring, "--dry-run=server"]);
-    assert.equal(applied.code, 0, applied.out);
-  } finally {
-    admin.close();
-  }
-});
+  },
+);
 
 /** Metric names an expression refers to: the families espejo and the process serve. */
 function metricNames(expr: string): string[] {
