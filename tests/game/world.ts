@@ -19,6 +19,7 @@ import { isAlreadyExists, isNotFound } from "../../lib/kube/errors.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import type { Identity } from "../../testenv/controlplane.ts";
 import { applyYaml } from "../../testenv/apply.ts";
+import { widgetKindYaml } from "../../testenv/widgets.ts";
 import { clientFor, eventually, type TestCluster, uniqueName } from "../../testenv/shared.ts";
 import { createNamespace, type RunningController, startController, statusOf } from "../../testenv/harness.ts";
 
@@ -286,32 +287,7 @@ async function ensureBindableRoles(admin: HttpKubeClient): Promise<void> {
  */
 async function ensureWidgetKind(admin: HttpKubeClient): Promise<void> {
   const crd = `widgets.${WIDGET_GROUP}`;
-  await applyYaml(
-    admin,
-    `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: ${crd}}
-spec:
-  group: ${WIDGET_GROUP}
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: espejo-game-widgets
-  labels: {sync.appuio.ch/aggregate-to-espejo: "true"}
-rules:
-- apiGroups: [${WIDGET_GROUP}]
-  resources: [widgets]
-  verbs: [get, list, watch, create, update, delete]
-`,
-  );
+  await applyYaml(admin, widgetKindYaml(WIDGET_GROUP, "espejo-game-widgets"));
   await eventually(
     async () => {
       const o = await admin.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
