@@ -3,9 +3,10 @@
  * SyncConfigs the controller reads (WATCH_NAMESPACE, or --watch-namespace) and those of `-f` (read as `kubectl apply
  * -f` reads them; a file's SyncConfig replaces the one with the same namespace/name, as an apply would), and prints
  * per SyncConfig and namespace what would be created, adopted, updated (with the fields), recreated, deleted,
- * pruned, or would fail. Writes are compared by a server-side dry run where the identity may, else by espejo's rules.
- * Exit code 0: nothing would change; 2: something would; 1: an error, an Invalid SyncConfig or an item that would
- * fail.
+ * pruned, or would fail. With `-f`, as `kubectl diff -f`, only the files' SyncConfigs are planned (the others are
+ * context); `--all` plans every one. Writes are compared by a server-side dry run where the identity may, else by
+ * espejo's rules. Exit code, of what is planned: 0 nothing would change; 2 something would; 1 an error, an Invalid
+ * SyncConfig or an item that would fail.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { HttpKubeClient } from "../kube/client.ts";
@@ -14,7 +15,7 @@ import type { SyncConfig } from "../model/syncconfig.ts";
 import { byRules, type Comparison, currentUser, dryRunRefusal } from "../plan/comparison.ts";
 import { contextNamespace } from "../plan/context_namespace.ts";
 import { dryRun } from "../plan/dry_run.ts";
-import { readManifests } from "../plan/input.ts";
+import { type NamespaceRule, readManifests } from "../plan/input.ts";
 import { planSnapshot } from "../plan/plan.ts";
 import { exitCodeOf, type PlanReport, renderJson, renderText } from "../plan/render.ts";
 import { missingRights, neededRights } from "../plan/rights.ts";
@@ -41,10 +42,12 @@ function buildPlanCommand(): Command {
     .description(
       "Shows what espejo would do now, and changes nothing. SyncConfigs come from the cluster (those the controller " +
         "reads: WATCH_NAMESPACE or --watch-namespace) and from -f, read as kubectl apply -f reads them.\n" +
+        "With -f, as kubectl diff -f, only the SyncConfigs of the files are planned: the others are read as context " +
+        "(contradictions, objects they hold), not shown; --all plans them too. Without -f, every one is planned.\n" +
         "Writes are compared by a server-side dry run where the identity running the plan may make them, else by " +
         "espejo's rules; the output says which.\n" +
-        "Exit code: 0 nothing would change, 2 something would, 1 an error, an Invalid SyncConfig or an item that " +
-        "would fail.",
+        "Exit code, of what is planned: 0 nothing would change, 2 something would, 1 an error, an Invalid SyncConfig " +
+        "or an item that would fail.",
     )
     .helpOption("-h, --help", "show this help and exit")
     .allowExcessArguments(false)
@@ -57,9 +60,15 @@ function buildPlanCommand(): Command {
     )
     .addOption(new Option("-R, --recursive", "read the directories of -f recursively").default(false))
     .addOption(
+      new Option("--all", "with -f, plan every SyncConfig the controller reads too, not only the files'").default(
+        false,
+      ),
+    )
+    .addOption(
       new Option(
         "-n, --namespace <namespace>",
-        "the namespace of -f's SyncConfigs that name none (default: the kubeconfig context's, else default)",
+        "the namespace of -f's SyncConfigs that name none (default: WATCH_NAMESPACE or --watch-namespace when set, " +
+          "else the kubeconfig context's, else default)",
       ),
     )
     .addOption(
@@ -116,6 +125,7 @@ export async function runPlan(args: string[], env: Record<string, string | undef
     }
     const files = await syncConfigsOfFiles(o.filename, o.recursive === true, {
       flag: o.namespace,
+      watch: watchNamespace || undefined,
       context: contextNamespace(o.kubeconfig, env),
     }, watchNamespace);
     client = new HttpKubeClient({ ...(await loadClientOptions(o.kubeconfig)), userAgent: "espejo-plan" });
@@ -125,7 +135,10 @@ export async function runPlan(args: string[], env: Record<string, string | undef
       namespaces: o.targetNamespace,
       progress,
     });
-    const result = await planSnapshot(snapshot, o.pruneDefault === true);
+    const result = await planSnapshot(snapshot, o.pruneDefault === true, {
+      files: o.filename.length > 0,
+      all: o.all === true,
+    });
     const user = await currentUser(client);
     const comparison = await chooseComparison(client, o.serverDryRun, result.configs.flatMap((c) => c.entries), user);
     for (const c of result.configs) {
@@ -178,7 +191,7 @@ async function chooseComparison(
 async function syncConfigsOfFiles(
   paths: string[],
   recursive: boolean,
-  rule: { flag?: string; context?: string },
+  rule: NamespaceRule,
   watchNamespace: string,
 ): Promise<{ syncConfig: SyncConfig; source: string }[]> {
   const out: { syncConfig: SyncConfig; source: string }[] = [];

@@ -2,8 +2,10 @@
  * What `espejo plan -f` takes from a file, read as `kubectl apply -f` reads it: YAML documents separated by `---`
  * (JSON is YAML), a `List` (`kind: List`, as `kubectl get -o yaml` prints several objects; also `SyncConfigList`)
  * whose items count as documents, SyncConfigs among them used, any other kind set aside and named. A SyncConfig
- * without a namespace takes the one kubectl would give it: `-n`, else the kubeconfig context's, else `default`; and
- * one whose namespace contradicts `-n` is refused as kubectl refuses it. Pure: the text comes in, no I/O.
+ * without a namespace takes `-n`, else the namespace the controller reads (WATCH_NAMESPACE: where an apply has to
+ * put it for the controller to see it), else the one kubectl would give it: the kubeconfig context's, else
+ * `default`; and one whose namespace contradicts `-n` is refused as kubectl refuses it. Pure: the text comes in, no
+ * I/O.
  */
 import { parseAllDocuments } from "yaml";
 import { isObject } from "../kube/objects.ts";
@@ -16,6 +18,8 @@ export const SYNC_CONFIG_API_VERSION = "sync.appuio.ch/v1alpha1";
 export interface NamespaceRule {
   /** `-n/--namespace`: given, it wins, and a SyncConfig naming another namespace is an error. */
   flag?: string;
+  /** WATCH_NAMESPACE (or `--watch-namespace`), if set: the default of `-n`, before the context's. */
+  watch?: string;
   /** The kubeconfig's current context's namespace, if it sets one. */
   context?: string;
 }
@@ -26,7 +30,7 @@ export interface FileContent {
   ignored: string[];
 }
 
-/** The namespace kubectl would create a SyncConfig in, or an error message. */
+/** The namespace a SyncConfig is planned in (its own, else -n, WATCH_NAMESPACE, the context's, default), or an error. */
 export function namespaceOf(own: string | undefined, rule: NamespaceRule): { namespace: string } | { error: string } {
   if (rule.flag && own && own !== rule.flag) {
     return {
@@ -34,7 +38,7 @@ export function namespaceOf(own: string | undefined, rule: NamespaceRule): { nam
         `refuses that: pass -n ${own} or drop -n)`,
     };
   }
-  return { namespace: own || rule.flag || rule.context || "default" };
+  return { namespace: own || rule.flag || rule.watch || rule.context || "default" };
 }
 
 /**

@@ -24,12 +24,14 @@ import {
   syncItemSite,
 } from "../sync/planner.ts";
 import { liveParts } from "../sync/applier.ts";
-import { planPrunes, type PruneCandidate, pruneEnabled, type PruneScope, pruneScope } from "../sync/prune.ts";
+import { pruneEnabled, type PrunePlan, pruneScope } from "../sync/prune.ts";
 import { Registry } from "../model/registry.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { explainedByDefaults } from "./server_defaults.ts";
 import { kindKey, type Snapshot } from "./snapshot.ts";
-import { CREATED_ANNOTATION, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../model/markers.ts";
+import { type PlanScope, selectPlanned } from "./selection.ts";
+import { prunesOf } from "./prunes.ts";
+import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../model/markers.ts";
 
 export type PlannedAction = "create" | "adopt" | "update" | "recreate" | "delete" | "prune" | "fail";
 
@@ -71,12 +73,19 @@ export interface ConfigPlan {
 }
 
 export interface PlanResult {
+  /** The SyncConfigs planned (./selection.ts), each with what the controller would do for it. */
   configs: ConfigPlan[];
   /** Items in sync (no action). */
   unchanged: number;
+  /** The keys of the SyncConfigs read only as context: not planned, not shown, not in the exit code. */
+  context: string[];
 }
 
-export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): Promise<PlanResult> {
+/**
+ * The plan of the SyncConfigs `scope` selects. Every SyncConfig read takes part in the decisions (contradictions
+ * between items, objects another SyncConfig's item holds, what a prune leaves to another), as in the controller.
+ */
+export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean, scope: PlanScope): Promise<PlanResult> {
   const registry = new Registry<NamespaceInfo>();
   for (const { syncConfig } of snapshot.syncConfigs) {
     // One being deleted syncs nothing (as in the controller): it only prunes.
@@ -94,8 +103,9 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
     removedByOther: () => false,
     backedOff: () => undefined,
   };
-  const result: PlanResult = { configs: [], unchanged: 0 };
-  for (const { syncConfig, source } of snapshot.syncConfigs) {
+  const { planned, context } = selectPlanned(snapshot.syncConfigs, scope);
+  const result: PlanResult = { configs: [], unchanged: 0, context: context.map((c) => keyOf(c.syncConfig)) };
+  for (const { syncConfig, source } of planned) {
     const key = keyOf(syncConfig);
     const deleting = syncConfig.metadata?.deletionTimestamp !== undefined;
     const pruning = pruneEnabled(syncConfig.metadata, pruneDefault);
@@ -133,7 +143,7 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean): P
         result.config.syncItems.some((i) => snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
       const scopeIn = (ns: NamespaceInfo) =>
         pruneScope({ enabled: true, deleting, result, selects: registry.selecting(ns).includes(key), unknownKind });
-      plan.entries.push(...planPrunesOf(snapshot, registry, key, scopeIn, namespaces));
+      plan.entries.push(...prunesOf(snapshot, registry, key, scopeIn, namespaces).map((p) => pruneEntry(p, key)));
     }
   }
   return result;
@@ -245,53 +255,7 @@ async function planItem(
   }
 }
 
-function planPrunesOf(
-  snapshot: Snapshot,
-  registry: Registry<NamespaceInfo>,
-  key: string,
-  scopeIn: (ns: NamespaceInfo) => PruneScope,
-  namespaces: NamespaceInfo[],
-): PlanEntry[] {
-  const out: PlanEntry[] = [];
-  // Candidates come from the kinds syncItems name, as the controller's caches of labelled objects hold only those;
-  // gathered once, by namespace (not once per namespace over every object).
-  const resources = new Map<string, ResourceInfo>();
-  for (const { syncConfig } of snapshot.syncConfigs) {
-    for (const i of syncConfig.spec?.syncItems ?? []) {
-      const r = snapshot.resources.get(kindKey(String(i.apiVersion), String(i.kind)));
-      if (r && !(r instanceof Error) && r.namespaced) resources.set(resourceKey(r), r);
-    }
-  }
-  const created = new Map<string, PruneCandidate[]>();
-  for (const [rk, r] of resources) {
-    for (const o of snapshot.objects.get(rk)?.values() ?? []) {
-      const m = o.metadata;
-      if (m?.labels?.[MANAGED_LABEL] !== MANAGED_LABEL_VALUE) continue;
-      if (m.annotations?.[OWNER_ANNOTATION] !== key || m.annotations?.[CREATED_ANNOTATION] !== key) continue;
-      const namespace = m.namespace ?? "";
-      const candidates = created.get(namespace) ?? [];
-      candidates.push({ resource: r, namespace, name: m.name ?? "", uid: m.uid ?? "" });
-      created.set(namespace, candidates);
-    }
-  }
-  for (const ns of namespaces) {
-    const candidates = created.get(ns.name);
-    if (!candidates) continue;
-    for (const p of planPrunes(key, scopeIn(ns), candidates, (c) => registry.itemOwners(c.resource, ns, c.name))) {
-      const { resource, namespace, name, uid } = p.candidate;
-      const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
-      out.push({
-        action: "prune",
-        apiVersion,
-        kind: resource.kind,
-        namespace,
-        name,
-        reason: p.why,
-        resource,
-        uid,
-        cfgKey: key,
-      });
-    }
-  }
-  return out;
+function pruneEntry({ candidate: { resource, namespace, name, uid }, why }: PrunePlan, cfgKey: string): PlanEntry {
+  const apiVersion = resource.group ? `${resource.group}/${resource.version}` : resource.version;
+  return { action: "prune", apiVersion, kind: resource.kind, namespace, name, reason: why, resource, uid, cfgKey };
 }

@@ -8,6 +8,8 @@ import { OPT_IN_KINDS } from "../sync/missing_right.ts";
 export interface PlanReport {
   configs: ConfigPlan[];
   unchanged: number;
+  /** The SyncConfigs read only as context (`-f` without `--all`): not shown, not in the exit code. */
+  context: string[];
   /** Where the SyncConfigs of the cluster were read, in words. */
   syncConfigsFrom: string;
   comparison: Comparison;
@@ -65,6 +67,7 @@ export function renderJson(r: PlanReport): string {
       })),
       summary: summaryOf(r),
       syncConfigsFrom: r.syncConfigsFrom,
+      contextSyncConfigs: r.context,
       comparison: r.comparison,
       controller: r.controller &&
         { identity: r.controller.identity, missingRights: r.controller.missing, error: r.controller.error },
@@ -76,6 +79,13 @@ export function renderJson(r: PlanReport): string {
 
 export function renderText(r: PlanReport): string {
   const lines: string[] = [`SyncConfigs read from ${r.syncConfigsFrom}.`];
+  if (r.context.length) {
+    const n = r.context.length;
+    lines.push(
+      `Planned: the SyncConfigs of -f; ${n} other${n === 1 ? " is" : "s are"} read as context only (--all plans ` +
+        `${n === 1 ? "it" : "them"} too).`,
+    );
+  }
   for (const c of r.configs) {
     const state = [
       c.source === "cluster" ? `generation ${c.generation}` : `from ${c.source}`,

@@ -4,6 +4,7 @@
  */
 import type { KubeClient } from "../kube/client.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
+import { keyOf } from "../model/syncconfig.ts";
 import { reasonOf } from "../sync/failures.ts";
 import type { ConfigPlan } from "./plan.ts";
 import type { Snapshot } from "./snapshot.ts";
@@ -17,7 +18,10 @@ export interface Right {
   namespace?: string;
 }
 
-/** What the controller needs: its own resources, and for each item kind what syncing, adopting and pruning use. */
+/**
+ * What the controller needs for the SyncConfigs planned: its own resources, and for each item kind what syncing,
+ * adopting and pruning use.
+ */
 export function neededRights(snapshot: Snapshot, plans: ConfigPlan[]): Right[] {
   const out = new Map<string, Right>();
   const add = (group: string, resource: string, ...verbs: string[]) => {
@@ -33,7 +37,8 @@ export function neededRights(snapshot: Snapshot, plans: ConfigPlan[]): Right[] {
   add("sync.appuio.ch", "syncconfigs/status", "patch");
   const pruning = plans.some((p) => p.pruning);
   if (pruning) add("sync.appuio.ch", "syncconfigs", "patch"); // the prune finalizer
-  for (const { syncConfig } of snapshot.syncConfigs) {
+  const planned = new Set(plans.map((p) => p.syncConfig));
+  for (const { syncConfig } of snapshot.syncConfigs.filter((c) => planned.has(keyOf(c.syncConfig)))) {
     // Events are recorded on the SyncConfig, so in its namespace (deploy/ grants them only in espejo's own).
     addIn(syncConfig.metadata?.namespace ?? "", "", "events", "create", "patch");
     const resolve = (i: { apiVersion?: unknown; kind?: unknown }) => {

@@ -24,9 +24,18 @@ export interface SnapshotOptions {
   progress: (line: string) => void;
 }
 
+/** A SyncConfig read, and where from: the cluster, or a file of `-f` (replacing the cluster's of its key). */
+export interface SnapshotConfig {
+  syncConfig: SyncConfig;
+  /** `cluster`, or the file's name with `(new)` or `(edit of generation N)`. */
+  source: string;
+  fromFile: boolean;
+}
+
 export interface Snapshot {
   namespaces: NamespaceInfo[];
-  syncConfigs: { syncConfig: SyncConfig; source: string }[];
+  /** Every SyncConfig read, by key; which of them are planned is ./selection.ts's decision. */
+  syncConfigs: SnapshotConfig[];
   /** By `apiVersion|kind`: the resource, or why it cannot be synced. */
   resources: Map<string, ResourceInfo | Error>;
   /** By resource key (`group/version/resource`), then `namespace/name`. */
@@ -56,9 +65,9 @@ export async function takeSnapshot(client: KubeClient, o: SnapshotOptions): Prom
     if (!ns || (wanted.size && !wanted.has(ns.metadata.name))) return [];
     return [{ name: ns.metadata.name, labels: ns.metadata.labels, phase: ns.status.phase }];
   });
-  const inCluster = (await listAll(client, syncConfigsPath(o.watchNamespace))).flatMap((raw) => {
+  const inCluster = (await listAll(client, syncConfigsPath(o.watchNamespace))).flatMap((raw): SnapshotConfig[] => {
     const sc = decodeSyncConfig(raw);
-    return sc ? [{ syncConfig: sc, source: "cluster" }] : [];
+    return sc ? [{ syncConfig: sc, source: "cluster", fromFile: false }] : [];
   });
   const byKey = new Map(inCluster.map((e) => [keyOf(e.syncConfig), e]));
   const kinds = new Map<string, [string, string]>();
@@ -68,7 +77,8 @@ export async function takeSnapshot(client: KubeClient, o: SnapshotOptions): Prom
   for (const file of o.files) {
     const replaced = byKey.get(keyOf(file.syncConfig))?.syncConfig.metadata?.generation;
     byKey.set(keyOf(file.syncConfig), {
-      ...file,
+      syncConfig: file.syncConfig,
+      fromFile: true,
       source: replaced === undefined ? `${file.source} (new)` : `${file.source} (edit of generation ${replaced})`,
     });
     for (const [v, k] of kindsOf(file.syncConfig)) kinds.set(kindKey(v, k), [v, k]);

@@ -710,22 +710,39 @@ Deno.test(
       const piped = await run(["-f", "-", "-f", list], watched, JSON.stringify(syncConfig(cfgNs, "piped", spec)));
       assert.deepEqual(names(piped), [`${cfgNs}/from-list`, `${cfgNs}/piped`]);
 
-      // No namespace in the file: the context's, else default, as kubectl; -n before both.
+      // No namespace in the file: -n, else where the controller reads (WATCH_NAMESPACE, --watch-namespace), else
+      // the context's, else default, as kubectl.
       const bare = join(dir, "bare.yaml");
       await Deno.writeTextFile(bare, JSON.stringify(nameless("bare")));
-      const byContext = await planProcess(["--kubeconfig", inContext, "-o", "json", "-f", bare], watched);
+      const inOther = ["--kubeconfig", await kubeconfigWithNamespace(c, identity, otherNs), "-o", "json", "-f", bare];
+      const byWatch = await planProcess(inOther, watched);
+      assert.equal(byWatch.code, 2, byWatch.stderr);
+      assert.deepEqual(names(byWatch), [`${cfgNs}/bare`], "WATCH_NAMESPACE before the context's");
+      assert.deepEqual(names(await planProcess([...inOther, "--watch-namespace", target], watched)), [
+        `${target}/bare`,
+      ]);
+      const byContext = await planProcess(inOther, {});
       assert.equal(byContext.code, 2, byContext.stderr);
-      assert.deepEqual(names(byContext), [`${cfgNs}/bare`]);
-      const byDefault = await run(["-f", bare]);
-      assert.equal(byDefault.code, 1);
+      assert.deepEqual(names(byContext), [`${otherNs}/bare`], "no WATCH_NAMESPACE: the context's");
+      assert.deepEqual(names(await planProcess(["--kubeconfig", inContext, "-o", "json", "-f", bare], watched)), [
+        `${cfgNs}/bare`,
+      ]);
+      assert.deepEqual(names(await run(["-f", bare], {})), ["default/bare"], "neither: default");
+      assert.deepEqual(names(await run(["-n", cfgNs, "-f", bare])), [`${cfgNs}/bare`]);
+      const elsewhere = await run(["-n", otherNs, "-f", bare]);
+      assert.equal(elsewhere.code, 1);
       assert.match(
-        byDefault.stderr,
+        elsewhere.stderr,
         new RegExp(
-          `^espejo plan: error: .*SyncConfig default/bare is in namespace default, .*reads only ${cfgNs}`,
+          `^espejo plan: error: .*SyncConfig ${otherNs}/bare is in namespace ${otherNs}, .*reads only ${cfgNs}`,
           "m",
         ),
       );
-      assert.deepEqual(names(await run(["-n", cfgNs, "-f", bare])), [`${cfgNs}/bare`]);
+      const help = await planProcess(["--help"], {});
+      assert.match(
+        help.stdout.replace(/\s+/g, " "),
+        /-n, --namespace .*default: WATCH_NAMESPACE or --watch-namespace when set, else the kubeconfig context's/,
+      );
       const contradicts = await run(["-n", otherNs, "-f", list]);
       assert.equal(contradicts.code, 1);
       assert.match(contradicts.stderr, /does not match the namespace .* given with -n/);
@@ -741,6 +758,93 @@ Deno.test(
       assert.deepEqual(controller.missingRights, [], "cluster-admin lacks nothing");
     } finally {
       await Deno.remove(dir, { recursive: true });
+      admin.close();
+    }
+  },
+);
+
+Deno.test(
+  "espejo plan -f plans the files' SyncConfigs only, as kubectl diff -f: drift and an Invalid SyncConfig elsewhere " +
+    "change neither its output nor its exit code, --all shows them, and what a file contradicts is still reported",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const ns = uniqueName("plan-scope");
+    await createNamespace(admin, ns);
+    const selector = { matchNames: [ns] };
+    const good = syncConfig(cfgNs, "good", { namespaceSelector: selector, syncItems: [cm("good")] });
+    const drifted = syncConfig(cfgNs, "drifted", { namespaceSelector: selector, syncItems: [cm("theirs")] });
+    const create = (sc: unknown) =>
+      admin.request({
+        method: "POST",
+        path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${cfgNs}/syncconfigs`,
+        body: sc,
+      });
+    const ctl = await startController(c, { watchNamespace: cfgNs });
+    try {
+      await create(good);
+      await create(drifted);
+      for (const name of ["good", "drifted"]) {
+        await eventually(async () => (await statusOf(admin, cfgNs, name)).synchronizedItemCount === 1, 20_000, name);
+      }
+    } finally {
+      await ctl.stop();
+    }
+    // Changed by hand while no controller runs: drift that only --all shows.
+    await admin.request({
+      method: "PATCH",
+      path: `/api/v1/namespaces/${ns}/configmaps/theirs`,
+      contentType: "application/merge-patch+json",
+      body: { data: { v: "changed by hand" } },
+    });
+    const { kubeconfig } = await planner(c, admin, cfgNs);
+    const json = (run: PlanRun) => JSON.parse(run.stdout) as PlanJson & { contextSyncConfigs: string[] };
+    try {
+      const onlyGood = await plan(kubeconfig, cfgNs, ["-o", "json"], [[good]]);
+      assert.equal(onlyGood.code, 0, onlyGood.stdout + onlyGood.stderr);
+      assert.deepEqual(names(onlyGood), [`${cfgNs}/good`]);
+      assert.deepEqual(json(onlyGood).contextSyncConfigs, [`${cfgNs}/drifted`]);
+      const all = await plan(kubeconfig, cfgNs, ["-o", "json", "--all"], [[good]]);
+      assert.equal(all.code, 2, all.stdout + all.stderr);
+      const theirs = json(all).syncConfigs.find((s) => s.syncConfig === `${cfgNs}/drifted`)?.actions;
+      assert.deepEqual(theirs?.map((a) => `${a.action} ${a.name}`), ["update theirs"]);
+
+      // An Invalid SyncConfig elsewhere: still not this plan's error.
+      await create(syncConfig(cfgNs, "broken", { namespaceSelector: { matchNames: ["("] }, syncItems: [cm("b")] }));
+      const text = await plan(kubeconfig, cfgNs, [], [[good]]);
+      assert.equal(text.code, 0, text.stdout + text.stderr);
+      assert.match(text.stdout, /^Planned: the SyncConfigs of -f; 2 others are read as context only \(--all /m);
+      assert.doesNotMatch(text.stdout, /drifted|broken/);
+      for (const args of [["--all"], []]) {
+        const every = await plan(kubeconfig, cfgNs, ["-o", "json", ...args], args.length ? [[good]] : []);
+        assert.equal(every.code, 1, `${args}: ${every.stdout}${every.stderr}`);
+        assert.deepEqual(names(every), [`${cfgNs}/broken`, `${cfgNs}/drifted`, `${cfgNs}/good`], `${args}`);
+        assert.deepEqual(json(every).contextSyncConfigs, [], `${args}`);
+      }
+
+      // A file's items against another SyncConfig's, which is context: still reported, and exit 1.
+      const deleter = syncConfig(cfgNs, "deleter", {
+        namespaceSelector: selector,
+        deleteItems: [{ apiVersion: "v1", kind: "ConfigMap", name: "theirs" }],
+      });
+      const deletes = await plan(kubeconfig, cfgNs, ["-o", "json"], [[deleter]]);
+      assert.equal(deletes.code, 1, deletes.stdout + deletes.stderr);
+      assert.deepEqual(names(deletes), [`${cfgNs}/deleter`]);
+      const [contradiction] = json(deletes).syncConfigs[0].actions;
+      assert.equal(contradiction.action, "fail");
+      assert.match(
+        contradiction.reason ?? "",
+        new RegExp(`contradicts \\.spec\\.syncItems\\[0\\] of SyncConfig ${cfgNs}/drifted`),
+      );
+      const taker = syncConfig(cfgNs, "taker", { namespaceSelector: selector, syncItems: [cm("theirs")] });
+      const takes = await plan(kubeconfig, cfgNs, ["-o", "json"], [[taker]]);
+      assert.equal(takes.code, 1, takes.stdout + takes.stderr);
+      const [held] = json(takes).syncConfigs[0].actions;
+      assert.equal(held.action, "fail");
+      assert.match(held.reason ?? "", new RegExp(`already managed by SyncConfig ${cfgNs}/drifted`));
+    } finally {
       admin.close();
     }
   },

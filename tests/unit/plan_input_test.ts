@@ -44,8 +44,11 @@ Deno.test("readManifests reads what kubectl apply -f reads", async (t) => {
     ["other kinds are set aside by name", yaml(cm, sc("a", "x")), {}, ["x/a"], ["ConfigMap c (f.yaml: document 1)"]],
     ["no namespace: the context's", yaml(sc("a")), { context: "ctx" }, ["ctx/a"], []],
     ["no namespace: -n before the context's", yaml(sc("a")), { flag: "flag", context: "ctx" }, ["flag/a"], []],
+    ["no namespace: WATCH_NAMESPACE before the context's", yaml(sc("a")), { watch: "w", context: "ctx" }, ["w/a"], []],
+    ["no namespace: -n before WATCH_NAMESPACE", yaml(sc("a")), { flag: "flag", watch: "w" }, ["flag/a"], []],
     ["no namespace, no context: default", yaml(sc("a")), {}, ["default/a"], []],
     ["its own namespace before the context's", yaml(sc("a", "own")), { context: "ctx" }, ["own/a"], []],
+    ["its own namespace before WATCH_NAMESPACE", yaml(sc("a", "own")), { watch: "w" }, ["own/a"], []],
     ["its own namespace equal to -n", yaml(sc("a", "own")), { flag: "own" }, ["own/a"], []],
   ];
   for (const [name, text, rule, configs, ignored] of cases) {

@@ -31,6 +31,7 @@ const report = (entries: PlanEntry[], invalid?: string): PlanReport => {
   return {
     configs: [config],
     unchanged: 3,
+    context: [],
     syncConfigsFrom: "namespace cfg (WATCH_NAMESPACE)",
     comparison: { mode: "rules", why: "--server-dry-run=false" },
     controller: { identity: "sa", missing: [] },

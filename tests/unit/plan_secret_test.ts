@@ -155,11 +155,12 @@ async function planOf(apiVersion: string, kind: string, shape: Shape, d: string[
     namespaces: [],
     progress: () => {},
   });
-  const { configs, unchanged } = await planSnapshot(snapshot, false);
+  const { configs, unchanged, context } = await planSnapshot(snapshot, false, { files: true, all: false });
   const entries = configs.flatMap((c) => c.entries);
   const report = (e: PlanEntry[], mode: "rules" | "server-dry-run"): PlanReport => ({
     configs: configs.map((c) => ({ ...c, entries: e })),
     unchanged,
+    context,
     syncConfigsFrom: `namespace ${CFG_NS}`,
     comparison: { mode, why: "test" },
   });
