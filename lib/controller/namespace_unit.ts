@@ -38,6 +38,8 @@ export interface UnitResult extends Step {
   configs: ConfigOutcome[];
   /** Valid SyncConfigs that do not select the namespace: whatever they counted there goes. */
   unselected: string[];
+  /** SyncConfigs left out of `configs` because they changed while the unit ran (their status waits for the next). */
+  stale?: string[];
   /** An item failed. */
   failed: boolean;
 }
@@ -80,14 +82,17 @@ export class NamespaceUnit {
     this.d.configs.catchUp(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
     const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, selecting, prunes) : NO_STEP;
     const configs: ConfigOutcome[] = [];
+    const stale: string[] = [];
     targeted.forEach((cfg, i) => {
       const current = registry.get(cfg.key)?.result;
       if (current?.ok && current.config === cfg) configs.push({ cfgKey: cfg.key, ...results[i] });
+      else stale.push(cfg.key);
     });
     return {
       ...foldSteps([...results, pruned]),
       configs,
       unselected,
+      stale,
       failed: results.some((r) => r.outcome.failed > 0),
     };
   }

@@ -56,15 +56,26 @@ export class StatusSchedule {
     }
   }
 
-  /** A unit of `namespace` finished (or the namespace went): it is no SyncConfig's pending work any more. */
-  finished(namespace: string): void {
-    for (const [key, set] of this.#pending) if (set.delete(namespace) && set.size === 0) this.#pending.delete(key);
+  /**
+   * A unit of `namespace` finished (or the namespace went): it is no SyncConfig's pending work any more, except for
+   * the SyncConfigs in `stale`, whose generation changed while it ran: their new generation's unit is still to come.
+   */
+  finished(namespace: string, stale: readonly string[] = []): void {
+    for (const [key, set] of this.#pending) {
+      if (stale.includes(key)) continue;
+      if (set.delete(namespace) && set.size === 0) this.#pending.delete(key);
+    }
   }
 
-  /** Marks the time while the namespaces of `cfgKey` are being queued. */
+  /**
+   * Marks the time while the namespaces of `cfgKey` are being queued. Their start replaces the work known so far:
+   * what the new generation selects is queued again, and a namespace it no longer selects must not hold its status.
+   */
   queueing(cfgKey: string, busy: boolean): void {
-    if (busy) this.#queueing.add(cfgKey);
-    else this.#queueing.delete(cfgKey);
+    if (busy) {
+      this.#queueing.add(cfgKey);
+      this.#pending.delete(cfgKey);
+    } else this.#queueing.delete(cfgKey);
   }
 
   /**

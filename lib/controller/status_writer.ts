@@ -59,9 +59,12 @@ export class StatusWriter {
     this.#schedule.queued(cfgKeys, namespace);
   }
 
-  /** A unit of `namespace` finished, or the namespace went: it is no SyncConfig's pending work any more. */
-  finished(namespace: string): void {
-    this.#schedule.finished(namespace);
+  /**
+   * A unit of `namespace` finished, or the namespace went: it is no SyncConfig's pending work any more, except for
+   * those in `stale` (changed while it ran: their new generation's unit is queued).
+   */
+  finished(namespace: string, stale?: readonly string[]): void {
+    this.#schedule.finished(namespace, stale);
     this.kick();
   }
 

@@ -142,7 +142,7 @@ export class Workers {
       });
       statusWriter.changed(cfgKey);
     }
-    statusWriter.finished(name);
+    statusWriter.finished(name, result?.stale);
     const failed = !result || result.failed;
     const facts = result ?? FAILED;
     const noop = !failed && !facts.retry && facts.retryInMs === undefined && !result?.wrote;

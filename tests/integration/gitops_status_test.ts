@@ -5,7 +5,7 @@
  * then; an invalid spec and an errored sync are failures, for kstatus's generic rules too where they can tell.
  */
 import assert from "node:assert/strict";
-import { clientFor, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { clientFor, eventually, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { kubeconfigYaml } from "../../testenv/controlplane.ts";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { auditNow, createNamespace, createSyncConfig, requestsBy, startController } from "../../testenv/harness.ts";
@@ -135,3 +135,53 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  "An edit during a burst: kubectl wait returns only once every namespace has the new generation",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const cfgNs = uniqueName("cfg");
+    const targets = Array.from({ length: 4 }, (_, i) => uniqueName(`midburst${i}`));
+    const kubeconfig = await Deno.makeTempFile({ suffix: ".kubeconfig" });
+    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
+    // At the deployed 50 writes a second, each of the 4 workers (as deployed) is inside one namespace's 150-item unit
+    // for about 12 s; the edit comes while they are, so those units finish after the new generation was queued.
+    const ctl = await startController(c, { watchNamespace: cfgNs, qps: 50 });
+    const items = (v: string) =>
+      Array.from({ length: 150 }, (_, i) => ({ ...cm(`item-${i}`), data: { generation: v } }));
+    try {
+      for (const ns of targets) await createNamespace(admin, ns);
+      await createSyncConfig(admin, cfgNs, "big", {
+        namespaceSelector: { matchNames: targets },
+        syncItems: items("1"),
+      });
+      await eventually(async () => (await withData(admin, targets, "1")) > 0, 20_000, "the burst to begin");
+      assert.equal(await edit(admin, cfgNs, "big", { syncItems: items("2") }), 2);
+      await kubectlWait(kubeconfig, cfgNs, "big", "Ready");
+      const done = await read(admin, cfgNs, "big");
+      assert.equal(observed(done, "Ready")?.observedGeneration, 2);
+      assert.equal(await withData(admin, targets, "2"), 600, "every object has generation 2's data when Ready says so");
+      assert.equal(done.status?.synchronizedItemCount, 600);
+    } finally {
+      await ctl.stop();
+      admin.close();
+      await Deno.remove(kubeconfig);
+    }
+  },
+);
+
+/** ConfigMaps espejo wrote in these namespaces whose data says `generation`. */
+async function withData(admin: HttpKubeClient, namespaces: string[], generation: string): Promise<number> {
+  let n = 0;
+  for (const ns of namespaces) {
+    const list = await admin.request<{ items: { data?: Record<string, string> }[] }>({
+      method: "GET",
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      query: { labelSelector: "sync.appuio.ch/managed-by=espejo" },
+    });
+    n += list.items.filter((o) => o.data?.generation === generation).length;
+  }
+  return n;
+}

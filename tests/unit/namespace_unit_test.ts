@@ -120,6 +120,7 @@ Deno.test("NamespaceUnit.run leaves out a SyncConfig changed while it ran: its c
   edited.registry = made.registry;
   const r = await made.u.run("team-a");
   assert.deepEqual(r.configs, []);
+  assert.deepEqual(r.stale, ["espejo/a"], "named, so that its status waits for the new generation's unit");
 });
 
 Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the labels a SyncConfig reads are not known", async () => {

@@ -158,3 +158,28 @@ Deno.test("StatusSchedule.workDone: only once every namespace queued for the Syn
   s.finished("ns-1");
   assert.equal(s.workDone("cfg/a"), true);
 });
+
+Deno.test("StatusSchedule: a unit of a generation that changed while it ran leaves the namespace pending", () => {
+  const { s } = schedule();
+  s.queued(["cfg/a", "cfg/b"], "ns-1");
+  s.finished("ns-1", ["cfg/a"]);
+  assert.equal(s.pendingOf("cfg/a"), 1, "cfg/a's new generation has yet to sync ns-1");
+  assert.equal(s.pendingOf("cfg/b"), 0);
+  s.finished("ns-1");
+  assert.equal(s.pendingOf("cfg/a"), 0);
+});
+
+Deno.test("StatusSchedule: queueing a new generation's namespaces replaces the work known before", () => {
+  const { s } = schedule();
+  s.queued(["cfg/a"], "old-only");
+  s.queued(["cfg/a"], "both");
+  s.queueing("cfg/a", true);
+  assert.equal(s.pendingOf("cfg/a"), 0);
+  s.queued(["cfg/a"], "both");
+  s.queueing("cfg/a", false);
+  s.finished("old-only", ["cfg/a"]); // a unit of the old generation, in a namespace the new one does not select
+  s.markDirty("cfg/a");
+  assert.deepEqual(s.takeReady(), [], "waits for the new generation's unit in both");
+  s.finished("both");
+  assert.deepEqual(s.takeReady(), ["cfg/a"]);
+});
