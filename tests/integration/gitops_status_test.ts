@@ -64,20 +64,31 @@ async function kubectlWait(kubeconfig: string, ns: string, name: string, cond: s
 const observed = (o: StatusObject, type: string) => o.status?.conditions?.find((c) => c.type === type);
 const verdicts = (o: StatusObject) => [argoHealth(o).status, fluxHealth(o), kstatusGeneric(o)];
 
+/** A controller writing at `qps`, `n` namespaces to target, and an admin kubeconfig for kubectl; `end` cleans up. */
+async function scene(prefix: string, n: number, qps: number) {
+  const c = await testCluster();
+  const admin = clientFor(c);
+  const cfgNs = uniqueName("cfg");
+  const targets = Array.from({ length: n }, (_, i) => uniqueName(`${prefix}${i}`));
+  const kubeconfig = await Deno.makeTempFile({ suffix: ".kubeconfig" });
+  await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
+  const ctl = await startController(c, { watchNamespace: cfgNs, qps });
+  for (const ns of targets) await createNamespace(admin, ns);
+  const end = async () => {
+    await ctl.stop();
+    admin.close();
+    await Deno.remove(kubeconfig);
+  };
+  return { c, admin, cfgNs, targets, kubeconfig, ctl, end };
+}
+
 Deno.test(
   "After an edit, kubectl wait, Argo CD and Flux wait for the new generation; invalid and errored are failures",
   opts,
   async () => {
-    const c = await testCluster();
-    const admin = clientFor(c);
-    const cfgNs = uniqueName("cfg");
-    const targets = Array.from({ length: 3 }, (_, i) => uniqueName(`gitops${i}`));
-    const kubeconfig = await Deno.makeTempFile({ suffix: ".kubeconfig" });
-    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
     // 20 writes a second: the edit below (120 creates) takes about 6 s to sync, long enough to be seen in progress.
-    const ctl = await startController(c, { watchNamespace: cfgNs, qps: 20 });
+    const { c, admin, cfgNs, targets, kubeconfig, ctl, end } = await scene("gitops", 3, 20);
     try {
-      for (const ns of targets) await createNamespace(admin, ns);
       const selector = { matchNames: targets };
       await createSyncConfig(admin, cfgNs, "defaults", { namespaceSelector: selector, syncItems: [cm("one")] });
       await kubectlWait(kubeconfig, cfgNs, "defaults", "Ready");
@@ -129,9 +140,7 @@ Deno.test(
       // Errored may be transient (it is retried): kstatus has no abnormal-true condition for it.
       assert.deepEqual(verdicts(errored), ["Degraded", "Failed", "Current"]);
     } finally {
-      await ctl.stop();
-      admin.close();
-      await Deno.remove(kubeconfig);
+      await end();
     }
   },
 );
@@ -140,19 +149,12 @@ Deno.test(
   "An edit during a burst: kubectl wait returns only once every namespace has the new generation",
   opts,
   async () => {
-    const c = await testCluster();
-    const admin = clientFor(c);
-    const cfgNs = uniqueName("cfg");
-    const targets = Array.from({ length: 4 }, (_, i) => uniqueName(`midburst${i}`));
-    const kubeconfig = await Deno.makeTempFile({ suffix: ".kubeconfig" });
-    await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, c.admin));
     // At the deployed 50 writes a second, each of the 4 workers (as deployed) is inside one namespace's 150-item unit
     // for about 12 s; the edit comes while they are, so those units finish after the new generation was queued.
-    const ctl = await startController(c, { watchNamespace: cfgNs, qps: 50 });
+    const { admin, cfgNs, targets, kubeconfig, end } = await scene("midburst", 4, 50);
     const items = (v: string) =>
       Array.from({ length: 150 }, (_, i) => ({ ...cm(`item-${i}`), data: { generation: v } }));
     try {
-      for (const ns of targets) await createNamespace(admin, ns);
       await createSyncConfig(admin, cfgNs, "big", {
         namespaceSelector: { matchNames: targets },
         syncItems: items("1"),
@@ -165,9 +167,7 @@ Deno.test(
       assert.equal(await withData(admin, targets, "2"), 600, "every object has generation 2's data when Ready says so");
       assert.equal(done.status?.synchronizedItemCount, 600);
     } finally {
-      await ctl.stop();
-      admin.close();
-      await Deno.remove(kubeconfig);
+      await end();
     }
   },
 );
