@@ -42,7 +42,8 @@ export interface Snapshot {
   objects: Map<string, Map<string, KubeObject>>;
 }
 
-export const kindKey = (apiVersion: string, kind: string) => `${apiVersion}|${kind}`;
+/** One key for one resource however the item spells its apiVersion (`/v1` is `v1`: canonicalApiVersion). */
+export const kindKey = (apiVersion: string, kind: string) => `${canonicalApiVersion(apiVersion)}|${kind}`;
 
 /** The apiVersion/kind pairs a SyncConfig's items name, read leniently (the compiler reports what is wrong). */
 function kindsOf(sc: SyncConfig): [string, string][] {
