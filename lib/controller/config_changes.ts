@@ -51,7 +51,9 @@ export class ConfigChanges {
   /** The work item of a SyncConfig: recompiled, what it selects queued, its pruning settled (and when to again). */
   async process(key: string): Promise<WorkFacts> {
     this.changed(key);
-    // A label key this SyncConfig reads may be missing from namespaces with huge labels: read those again first.
+    // A label key this SyncConfig reads may be missing from namespaces with huge labels: read those again first,
+    // once for the keys of every SyncConfig there is (after a restart each would bring its own round).
+    this.catchUp();
     await this.d.trimmedLabels.refresh();
     await this.enqueueSelected(key);
     return await this.d.pruning.settle(key);

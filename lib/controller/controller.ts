@@ -159,8 +159,11 @@ export class Controller {
       this.#parts.books.namespaceGone(ns.name); // the status writer's book writes what that changed
       return;
     }
-    // Only what selection depends on matters; an annotation change costs nothing.
-    if (old && old.phase === ns.phase && deepEqual(old.labels, ns.labels)) return;
+    // Only what selection depends on matters; an annotation change costs nothing. A namespace whose labels become
+    // known again (read with the keys of now) is a change: its units held off while they were not.
+    const { registry } = this.#parts;
+    const known = (n: NamespaceInfo) => registry.labelsKnown(n);
+    if (old && old.phase === ns.phase && deepEqual(old.labels, ns.labels) && known(old) === known(ns)) return;
     this.#namespaceChanged(ns.name);
   }
 

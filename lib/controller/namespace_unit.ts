@@ -14,6 +14,7 @@ import type { ConfigChanges } from "./config_changes.ts";
 import type { Pruning } from "./pruning.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import type { NamespaceLookup } from "./watches.ts";
+import type { TrimmedLabels } from "./trimmed_labels.ts";
 
 export interface NamespaceUnitDeps {
   namespaces: NamespaceLookup;
@@ -21,6 +22,7 @@ export interface NamespaceUnitDeps {
   syncEvents: Pick<SyncEvents, "recordChange">;
   executor: Pick<Executor, "syncItem" | "deleteItem">;
   pruning: Pick<Pruning, "decide" | "pruneNamespace">;
+  trimmedLabels: Pick<TrimmedLabels, "readSoon">;
 }
 
 /** One SyncConfig's counts in the namespace, and its failures for the log. */
@@ -55,7 +57,10 @@ export class NamespaceUnit {
     const registry = this.d.configs.catchUp();
     // Labels trimmed before a SyncConfig that reads another key came: which SyncConfigs select it is not known
     // until it is read again (trimmed_labels.ts), which queues it. Nothing is written, pruned or uncounted here.
-    if (ns && !registry.labelsKnown(ns)) return { ...NO_STEP, configs: [], unselected: [], failed: false };
+    if (ns && !registry.labelsKnown(ns)) {
+      void this.d.trimmedLabels.readSoon(name); // queues the namespace again once read; logs a failure
+      return { ...NO_STEP, configs: [], unselected: [], failed: false };
+    }
     const selecting: ReadonlySet<string> = new Set(ns ? registry.selecting(ns) : []);
     // What to prune is decided now too (and confirmed after the writes): an object this unit writes is never one
     // it prunes.

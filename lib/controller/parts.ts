@@ -133,7 +133,7 @@ export function buildParts(base: PartsBase): ControllerParts {
   });
   const trimmedLabels = new TrimmedLabels(client, namespaces, registry, base.namespaceChanged);
   const configs = new ConfigChanges({ ...shared, books, pruning, events, executor, caches, trimmedLabels });
-  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning });
+  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
   const workers = new Workers({

@@ -4,6 +4,11 @@
  * pruned or uncounted there, until each is read again (one GET) with the keys of now. Only namespaces with more than
  * MAX_KEPT_LABELS of labels are ever trimmed, so this costs one GET per such namespace when a SyncConfig brings a new
  * key (and after a restart, whose namespaces may be listed before any SyncConfig is compiled).
+ *
+ * Two ways in: a SyncConfig's work item reads every stale namespace before it queues what it selects ({@link refresh}),
+ * and a unit that finds its namespace stale asks for that one ({@link readSoon}): a copy that went stale again (a
+ * relist that kept it at the same version) or whose read failed is healed by the next unit of it (an interval pass
+ * queues it). A failed read is logged and never fails the SyncConfig's work: its other namespaces are known.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
@@ -15,8 +20,8 @@ import type { Registry } from "../model/registry.ts";
 const log = getLogger(["espejo", "controller"]);
 
 export class TrimmedLabels {
-  /** A refresh under way: the SyncConfigs that wait for it share it. */
-  #running?: Promise<void>;
+  /** Reads under way, by namespace: a second ask waits for the first. */
+  readonly #reading = new Map<string, Promise<void>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -26,36 +31,36 @@ export class TrimmedLabels {
     private readonly reread: (name: string) => void,
   ) {}
 
-  /**
-   * Reads every namespace whose labels are not known again; throws the first failure (after trying all of them), so
-   * that the SyncConfig's work item is retried.
-   */
+  /** Reads every namespace whose labels are not known again, one after the other. */
   async refresh(): Promise<void> {
-    while (this.#running) await this.#running;
     const stale = [...this.namespaces.values()].filter((ns) => !this.registry.labelsKnown(ns)).map((ns) => ns.name);
-    if (!stale.length) return;
-    this.#running = this.#read(stale).finally(() => (this.#running = undefined));
-    await this.#running;
+    for (const name of stale) await this.readSoon(name);
   }
 
-  async #read(names: string[]): Promise<void> {
-    let failure: unknown;
-    for (const name of names) {
-      try {
-        this.namespaces.upsert(
-          await this.client.request<object>({ method: "GET", path: `/api/v1/namespaces/${encodeURIComponent(name)}` }),
-        );
-        const ns = this.namespaces.get(name);
-        if (ns && this.registry.labelsKnown(ns)) this.reread(name);
-      } catch (e) {
-        if (isNotFound(e)) continue; // its watch event removes it
-        log.warn("Cannot read namespace {namespace} again for the label keys SyncConfigs read: {error}", {
-          namespace: name,
-          error: e instanceof Error ? e.message : String(e),
-        });
-        failure ??= e;
-      }
+  /** Reads namespace `name` again unless a read of it is under way (then waits for that one). */
+  readSoon(name: string): Promise<void> {
+    let reading = this.#reading.get(name);
+    if (!reading) {
+      reading = this.#read(name).finally(() => this.#reading.delete(name));
+      this.#reading.set(name, reading);
     }
-    if (failure !== undefined) throw failure;
+    return reading;
+  }
+
+  async #read(name: string): Promise<void> {
+    try {
+      this.namespaces.upsert(
+        await this.client.request<object>({ method: "GET", path: `/api/v1/namespaces/${encodeURIComponent(name)}` }),
+      );
+      const ns = this.namespaces.get(name);
+      if (ns && this.registry.labelsKnown(ns)) this.reread(name);
+    } catch (e) {
+      if (isNotFound(e)) return; // its watch event removes it
+      log.warn(
+        "Cannot read namespace {namespace} again for the label keys SyncConfigs read, so it is not synced until a " +
+          "later unit of it reads it: {error}",
+        { namespace: name, error: e instanceof Error ? e.message : String(e) },
+      );
+    }
   }
 }

@@ -1,7 +1,8 @@
 /**
  * What espejo keeps of a Namespace (the controller's cache, `espejo plan`'s snapshot): what selection reads, whether
  * it is terminating, and when its labels last changed. A namespace admin may write about 1 MiB of labels: labels
- * larger than {@link MAX_KEPT_LABELS} keep only the keys some SyncConfig reads (label_keys.ts).
+ * over {@link MAX_KEPT_LABELS} characters or {@link MAX_KEPT_LABEL_COUNT} labels keep only the keys some SyncConfig
+ * reads (label_keys.ts).
  */
 import type { LabelKeys } from "./label_keys.ts";
 import type { NamespaceFacts } from "./selector.ts";
@@ -11,6 +12,9 @@ import type { NamespaceFacts } from "./selector.ts";
  * (kubernetes.io/metadata.name, a team, pod security levels): a few hundred characters.
  */
 export const MAX_KEPT_LABELS = 4096;
+
+/** The most labels a namespace keeps whole: each costs about 60 bytes of heap whatever its length. */
+export const MAX_KEPT_LABEL_COUNT = 64;
 
 /** What the controller keeps of a Namespace: what selection reads, and whether it is terminating. */
 export interface NamespaceInfo extends NamespaceFacts {
@@ -35,7 +39,7 @@ export function namespaceInfo(
   keys?: LabelKeys,
 ): NamespaceInfo {
   const info: NamespaceInfo = { name: ns.metadata.name, labels: ns.metadata.labels, phase: ns.status.phase };
-  if (keys && labelText(info.labels) > MAX_KEPT_LABELS) {
+  if (keys && tooMany(info.labels)) {
     info.labels = Object.fromEntries(Object.entries(info.labels).filter(([k]) => keys.has(k)));
     info.labelsFor = keys.version;
   }
@@ -44,10 +48,14 @@ export function namespaceInfo(
   return info;
 }
 
-function labelText(labels: Record<string, string>): number {
-  let n = 0;
-  for (const k in labels) n += k.length + labels[k].length;
-  return n;
+/** Whether the labels are over {@link MAX_KEPT_LABELS} characters or {@link MAX_KEPT_LABEL_COUNT} labels. */
+function tooMany(labels: Record<string, string>): boolean {
+  let text = 0, count = 0;
+  for (const k in labels) {
+    text += k.length + labels[k].length;
+    if (++count > MAX_KEPT_LABEL_COUNT || text > MAX_KEPT_LABELS) return true;
+  }
+  return false;
 }
 
 function sameLabels(a: Record<string, string>, b: Record<string, string>): boolean {

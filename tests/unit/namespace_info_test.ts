@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { MAX_KEPT_LABELS, type NamespaceInfo, namespaceInfo } from "../../lib/model/namespace_info.ts";
+import {
+  MAX_KEPT_LABEL_COUNT,
+  MAX_KEPT_LABELS,
+  type NamespaceInfo,
+  namespaceInfo,
+} from "../../lib/model/namespace_info.ts";
 import { LabelKeys } from "../../lib/model/label_keys.ts";
 import { Registry } from "../../lib/model/registry.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
@@ -100,4 +105,12 @@ Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another 
   assert.deepEqual(registry.selecting(reread), ["espejo/team", "espejo/tier"]);
   const small = namespaceInfo(ns({ team: "a", tier: "a" }), undefined, 1);
   assert.equal(registry.labelsKnown(small), true, "a namespace kept whole is always known");
+});
+
+Deno.test("namespaceInfo trims more than MAX_KEPT_LABEL_COUNT labels however short they are", () => {
+  const keys = keysOf("team");
+  const short = Object.fromEntries(Array.from({ length: MAX_KEPT_LABEL_COUNT + 1 }, (_, i) => [`k${i}`, "v"]));
+  assert.deepEqual(namespaceInfo(ns({ ...short, team: "a" }), undefined, 1, keys).labels, { team: "a" });
+  const fewer = Object.fromEntries(Object.entries(short).slice(0, MAX_KEPT_LABEL_COUNT - 1));
+  assert.deepEqual(namespaceInfo(ns({ ...fewer, team: "a" }), undefined, 1, keys).labels, { ...fewer, team: "a" });
 });

@@ -28,6 +28,8 @@ function unit(
   for (const sc of configs) registry.compile(`espejo/${sc.metadata!.name}`, sc);
   const calls: string[] = [];
   const changes: string[] = [];
+  /** Namespaces the unit asked to read again (labels not known). */
+  const reads: string[] = [];
   const item = (cfgKey: string, list: string, name: string) => {
     calls.push(`${cfgKey} ${list} ${name}`);
     return Promise.resolve(answer(name));
@@ -44,8 +46,9 @@ function unit(
       decide: () => Promise.resolve({ plans: [], listing: false, deleting: [] }),
       pruneNamespace: () => Promise.resolve(pruned),
     },
+    trimmedLabels: { readSoon: (name) => (reads.push(name), Promise.resolve()) },
   });
-  return { u, calls, changes, registry };
+  return { u, calls, changes, registry, reads };
 }
 
 Deno.test("NamespaceUnit.run returns each selecting SyncConfig's counts and the SyncConfigs that do not select it", async () => {
@@ -123,8 +126,8 @@ Deno.test("NamespaceUnit.run leaves out a SyncConfig changed while it ran: its c
   assert.deepEqual(r.stale, ["espejo/a"], "named, so that its status waits for the new generation's unit");
 });
 
-Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the labels a SyncConfig reads are not known", async () => {
-  const { u, calls, registry } = unit(
+Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the labels a SyncConfig reads are not known, and asks for them", async () => {
+  const { u, calls, registry, reads } = unit(
     [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one")] })],
     () => ({ state: "synced", action: "create" }),
   );
@@ -137,6 +140,7 @@ Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the label
     );
     const r = await u.run("team-a");
     assert.deepEqual([r.configs, r.unselected, r.wrote, calls], [[], [], false, []]);
+    assert.deepEqual(reads, ["team-a"], "it asks for the namespace to be read again, which queues it once known");
   } finally {
     delete NS.labelsFor;
   }
