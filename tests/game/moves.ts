@@ -146,6 +146,18 @@ async function relabel(actor: Actor, world: World, on: boolean): Promise<string>
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A ConfigMap the tenant makes to own a synced object, and the reference to it; or what refused it, in words. */
+async function tenantOwner(rng: Rng, w: World): Promise<{ name: string; ref: Record<string, unknown> } | string> {
+  const name = `tenant-owner-${rng.word()}`;
+  const owner = await create(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps`, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name },
+  });
+  if (!owner.ok || !owner.object) return `create owner ConfigMap ${name}: ${said(owner)}`;
+  return { name, ref: { apiVersion: "v1", kind: "ConfigMap", name, uid: owner.object.metadata!.uid } };
+}
+
 /**
  * `levels` levels around a string, objects `{ a: ... }` and one-element lists alternately: the API server stores a
  * path through lists at any depth up to its limit (one through objects only it refuses at 9,996 to 9,999 levels,
@@ -194,14 +206,9 @@ export const MOVES: readonly Move[] = [
     targets: ALL_ITEMS,
     play: async (rng, w, t) => {
       const item = itemOf(w, t);
-      const name = `tenant-owner-${rng.word()}`;
-      const owner = await create(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps`, {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name },
-      });
-      if (!owner.ok || !owner.object) return `${t}: create owner ConfigMap ${name}: ${said(owner)}`;
-      const ref = { apiVersion: "v1", kind: "ConfigMap", name, uid: owner.object.metadata!.uid };
+      const owner = await tenantOwner(rng, w);
+      if (typeof owner === "string") return `${t}: ${owner}`;
+      const { name, ref } = owner;
       const patched = await mergePatch(w.tenant, item.path, { metadata: { ownerReferences: [ref] } });
       // Deleting the owner lets the garbage collector delete the synced object (in the background).
       const dropOwner = rng.chance(0.5);
@@ -215,15 +222,11 @@ export const MOVES: readonly Move[] = [
     play: async (rng, w, t) => {
       // About 1 MiB: one owner that exists (the garbage collector keeps the object) and 4,999 that do not, with a
       // change espejo must restore, keeping all 5,000 (its cache keeps none of them: threat-model.md, memory).
-      const name = `tenant-owner-${rng.word()}`;
-      const owner = await create(w.tenant, `/api/v1/namespaces/${w.ns}/configmaps`, {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name },
-      });
-      if (!owner.ok || !owner.object) return `${t}: create owner ConfigMap ${name}: ${said(owner)}`;
+      const owner = await tenantOwner(rng, w);
+      if (typeof owner === "string") return `${t}: ${owner}`;
+      const { name } = owner;
       const refs = [
-        { apiVersion: "v1", kind: "ConfigMap", name, uid: owner.object.metadata!.uid },
+        owner.ref,
         ...Array.from({ length: 4_999 }, (_, i) => ({
           apiVersion: "v1",
           kind: "ConfigMap",
