@@ -8,7 +8,11 @@
  * `--as`/`--as-group`, still do what they do to labelled objects: the service controller's load-balancer finalizer,
  * service-ca's CA bundles and annotations, the legacy token cleaner's label and deletion, an EndpointSlice carrying
  * a Service's labels; and what a cluster needs of a labelled object's subresources (an eviction, a token request, a
- * status write) is admitted.
+ * status write) is admitted. A team's ServiceAccount (docs/delegation.md) writes what espejo manages only as espejo
+ * writes for a SyncConfig: impersonated, with the user extra sync.appuio.ch/syncconfig, by an identity that
+ * deploy/opt-in/delegation (applied with kubectl through the overlay patch its kustomization.yaml documents) allows
+ * both impersonations; with its own token, or impersonated without the extra, it is refused, and a namespace admin,
+ * who may impersonate it, cannot set the extra.
  *
  * The policy is cluster-wide; so that the tests running beside this one (other controllers, other identities) are
  * not refused, the test's overlay also binds it to this test's namespace only and gives it a name of its own.
@@ -30,6 +34,8 @@ const MANAGED = "sync.appuio.ch/managed-by";
 const LABEL = { [MANAGED]: "espejo" };
 const MESSAGE = /objects labelled sync\.appuio\.ch\/managed-by=espejo are written only by espejo/;
 const LB_FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
+/** The user extra espejo's writes for a SyncConfig carry (lib/model/identity.ts). */
+const EXTRA = "sync.appuio.ch/syncconfig";
 
 interface KubectlResult {
   ok: boolean;
@@ -833,6 +839,219 @@ Deno.test(
       tenant.close();
       await policy?.remove();
       await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${ns}` }).catch(() => {});
+      admin.close();
+    }
+  },
+);
+
+/** A ServiceAccount's token, for a kubeconfig of its own. */
+async function tokenOf(admin: HttpKubeClient, namespace: string, name: string): Promise<Identity> {
+  const tr = await admin.request<{ status: { token: string } }>({
+    method: "POST",
+    path: `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
+  });
+  return { username: `system:serviceaccount:${namespace}:${name}`, token: tr.status.token };
+}
+
+/**
+ * A kubeconfig for `identity` that acts as `as` (kubeconfig's `as` and `as-user-extra`, which kubectl sends as the
+ * headers `Impersonate-User` and `Impersonate-Extra-<key>`, the key percent-encoded: as espejo sends them).
+ */
+async function kubeconfigAs(
+  dir: string,
+  c: TestCluster,
+  identity: Identity,
+  as?: { user: string; extra?: Record<string, string> },
+): Promise<string> {
+  let yaml = kubeconfigYaml(c.server, c.caPem, identity);
+  if (as) {
+    const lines = [`    as: ${as.user}`];
+    if (as.extra) {
+      lines.push("    as-user-extra:");
+      for (const [k, v] of Object.entries(as.extra)) lines.push(`      ${k}: [${JSON.stringify(v)}]`);
+    }
+    yaml = yaml.replace(`    token: ${identity.token}\n`, `    token: ${identity.token}\n${lines.join("\n")}\n`);
+  }
+  const path = join(dir, `${crypto.randomUUID()}.kubeconfig`);
+  await Deno.writeTextFile(path, yaml);
+  return path;
+}
+
+Deno.test(
+  "deploy/admission admits a team ServiceAccount's writes only as espejo makes them, with the SyncConfig extra",
+  opts,
+  async () => {
+    const c = await testCluster();
+    const admin = clientFor(c);
+    const ns = uniqueName("admd");
+    const espejoNs = `${ns}-espejo`;
+    const suffix = `-${ns}`;
+    await createNamespace(admin, ns, { "espejo-test/admission": ns });
+    await createNamespace(admin, espejoNs);
+    const api = `/api/v1/namespaces/${ns}`;
+    const post = (path: string, body: unknown) => admin.request<KubeObject>({ method: "POST", path, body });
+    const dir = await Deno.makeTempDir({ prefix: "espejo-admission-delegation-" });
+    const writer = serviceAccount(ns, "writer");
+    const extra = { [EXTRA]: `${ns}/team-defaults` };
+
+    // What espejo synced for the team's SyncConfig, created by the admin.
+    await post(`${api}/configmaps`, cm("settings", { a: "1" }, LABEL));
+    // The team's ServiceAccount, allowed to write ConfigMaps here (docs/delegation.md), and a namespace admin (the
+    // built-in ClusterRole admin, which lets it impersonate the namespace's ServiceAccounts).
+    for (const name of ["writer", "owner"]) {
+      await post(`${api}/serviceaccounts`, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name } });
+    }
+    await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: "espejo-writer" },
+      rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "create", "update", "patch", "delete"] }],
+    });
+    for (const [name, kind, role] of [["writer", "Role", "espejo-writer"], ["owner", "ClusterRole", "admin"]]) {
+      await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind, name: role },
+        subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+      });
+    }
+    // espejo's stand-in: ServiceAccount espejo of its own namespace, given deploy/opt-in/delegation by the overlay
+    // patch its kustomization.yaml documents (and, for this test only, names of its own). Not espejo's identity in the
+    // policy: what admits its writes is the extra alone.
+    await post(`/api/v1/namespaces/${espejoNs}/serviceaccounts`, {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "espejo" },
+    });
+    await Deno.writeTextFile(
+      join(dir, "kustomization.yaml"),
+      [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        `nameSuffix: ${suffix}`,
+        "resources:",
+        `  - ${relative(dir, join(repoRoot, "deploy", "opt-in", "delegation"))}`,
+        "patches:",
+        "  - target: { kind: ClusterRoleBinding }",
+        "    patch: |-",
+        "      - op: replace",
+        "        path: /subjects/0/namespace",
+        `        value: ${espejoNs}`,
+        "",
+      ].join("\n"),
+    );
+    const adminKc = await kubeconfigAs(dir, c, c.admin);
+    await kubectl(["--kubeconfig", adminKc, "apply", "-k", dir]);
+
+    const writerOwn = await tokenOf(admin, ns, "writer");
+    const writerClient = clientFor(c, writerOwn);
+    const espejo = await tokenOf(admin, espejoNs, "espejo");
+    const owner = await tokenOf(admin, ns, "owner");
+    const asWriter = await kubeconfigAs(dir, c, writerOwn);
+    const delegated = await kubeconfigAs(dir, c, espejo, { user: writer.user, extra });
+    const impersonatedOnly = await kubeconfigAs(dir, c, espejo, { user: writer.user });
+    const ownerDelegated = await kubeconfigAs(dir, c, owner, { user: writer.user, extra });
+    const ownerImpersonating = await kubeconfigAs(dir, c, owner, { user: writer.user });
+
+    const kubectlWith = (kc: string, args: string[], stdin?: string) => run(["--kubeconfig", kc, ...args], stdin);
+    const patchArgs = (value: string) => [
+      "-n",
+      ns,
+      "patch",
+      "configmap",
+      "settings",
+      "--type=merge",
+      "-p",
+      JSON.stringify({ data: { a: value } }),
+    ];
+    const refusedByPolicy = async (kc: string, args: string[], what: string, stdin?: string) => {
+      const out = await kubectlWith(kc, args, stdin);
+      assert.ok(!out.ok, `${what}: the policy let it through`);
+      assert.match(out.stderr, MESSAGE, `${what}: ${out.stderr}`);
+      assert.ok(out.stderr.includes(`${writer.user} may not`), `${what}: ${out.stderr}`);
+    };
+
+    let policy: Policy | undefined;
+    try {
+      // RBAC takes effect: the impersonation as the opt-in grants it (whoami shows the user and the extra the API
+      // server authorizes and admits), and the team ServiceAccount's Role.
+      const whoami = await eventually(
+        async () => {
+          const out = await kubectlWith(delegated, ["auth", "whoami", "-o", "json"]);
+          return out.ok ? JSON.parse(out.stdout) : undefined;
+        },
+        20_000,
+        "espejo's stand-in to impersonate the team's ServiceAccount with the extra",
+      );
+      assert.equal(whoami.status.userInfo.username, writer.user);
+      assert.deepEqual(whoami.status.userInfo.extra?.[EXTRA], [extra[EXTRA]]);
+      for (const group of writer.groups) assert.ok(whoami.status.userInfo.groups.includes(group), group);
+      await eventually(
+        async () =>
+          (await kubectlWith(asWriter, ["auth", "can-i", "update", "configmaps", "-n", ns])).stdout.trim() === "yes",
+        10_000,
+        "the team ServiceAccount's RoleBinding to take effect",
+      );
+
+      policy = await installPolicy(
+        c,
+        admin,
+        ns,
+        "system:serviceaccount:espejo-system:espejo",
+        () =>
+          writerClient.request({
+            method: "PATCH",
+            path: `${api}/configmaps/settings`,
+            query: { dryRun: "All" },
+            contentType: "application/merge-patch+json",
+            body: { data: { a: "probe" } },
+          }),
+      );
+
+      // The team's ServiceAccount with its own token, and impersonated without the extra: refused, naming it.
+      await refusedByPolicy(asWriter, patchArgs("own token"), "the ServiceAccount's own write");
+      await refusedByPolicy(impersonatedOnly, patchArgs("no extra"), "an impersonated write without the extra");
+      // A namespace admin may impersonate the ServiceAccount (the admin ClusterRole), but is refused the extra by the
+      // API server's impersonation filter, before any authorization of the write or admission; without the extra,
+      // its write is the ServiceAccount's and refused by the policy.
+      const ownerOut = await kubectlWith(ownerDelegated, patchArgs("owner"));
+      assert.ok(!ownerOut.ok, "a namespace admin set the extra");
+      assert.match(
+        ownerOut.stderr,
+        /cannot impersonate resource "userextras\/sync\.appuio\.ch\/syncconfig" in API group "authentication\.k8s\.io"/,
+      );
+      await refusedByPolicy(ownerImpersonating, patchArgs("owner"), "a namespace admin impersonating");
+      assert.equal((await getObject(admin, `${api}/configmaps/settings`))?.data?.a, "1", "nothing got through");
+
+      // As espejo writes for the SyncConfig: the ServiceAccount with the extra. Update, a labelled create, delete.
+      const ok = async (args: string[], what: string, stdin?: string) => {
+        const out = await kubectlWith(delegated, args, stdin);
+        assert.ok(out.ok, `${what}: refused:\n${out.stderr}`);
+      };
+      await ok(patchArgs("espejo"), "an update as the ServiceAccount with the extra");
+      assert.equal((await getObject(admin, `${api}/configmaps/settings`))?.data?.a, "espejo");
+      await ok(["-n", ns, "create", "-f", "-"], "a labelled create", JSON.stringify(cm("more", { b: "1" }, LABEL)));
+      await ok(["-n", ns, "delete", "configmap", "settings", "--wait=false"], "a deletion");
+      assert.equal(await getObject(admin, `${api}/configmaps/settings`), undefined);
+      // What the write may do is still the ServiceAccount's RBAC: it may not write Secrets here.
+      const secret = await kubectlWith(delegated, ["-n", ns, "create", "secret", "generic", "s", "--from-literal=k=v"]);
+      assert.ok(!secret.ok);
+      assert.match(secret.stderr, new RegExp(`User "${writer.user}" cannot create resource "secrets"`));
+    } finally {
+      writerClient.close();
+      await policy?.remove();
+      for (const name of ["espejo-impersonate-serviceaccounts", "espejo-impersonate-syncconfig-extra"]) {
+        for (const r of ["clusterrolebindings", "clusterroles"]) {
+          await admin.request({ method: "DELETE", path: `/apis/rbac.authorization.k8s.io/v1/${r}/${name}${suffix}` })
+            .catch(() => {});
+        }
+      }
+      for (const n of [ns, espejoNs]) {
+        await admin.request({ method: "DELETE", path: `/api/v1/namespaces/${n}` }).catch(() => {});
+      }
+      await Deno.remove(dir, { recursive: true });
       admin.close();
     }
   },

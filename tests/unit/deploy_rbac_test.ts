@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../../testenv/build.ts";
 import { OPT_IN_KINDS } from "../../lib/sync/missing_right.ts";
+import { SYNCCONFIG_EXTRA } from "../../lib/model/identity.ts";
 
 interface Rule {
   apiGroups?: string[];
@@ -107,9 +108,8 @@ Deno.test("deploy/ lets espejo create and patch Events only in its own namespace
 });
 
 Deno.test("each opt-in of deploy/opt-in/ is one aggregated ClusterRole; lib names the one that grants each kind", () => {
-  const dirs = [...Deno.readDirSync(join(repoRoot, "deploy", "opt-in"))].filter((e) => e.isDirectory).map((e) =>
-    e.name
-  );
+  const dirs = [...Deno.readDirSync(join(repoRoot, "deploy", "opt-in"))].filter((e) => e.isDirectory).map((e) => e.name)
+    .filter((d) => d !== "delegation");
   assert.deepEqual(dirs.sort(), ["events-in-every-namespace", "secrets", "serviceaccounts"]);
   const roles = new Map<string, Doc>();
   for (const dir of dirs) {
@@ -126,4 +126,41 @@ Deno.test("each opt-in of deploy/opt-in/ is one aggregated ClusterRole; lib name
   }
   const events = roles.get("deploy/opt-in/events-in-every-namespace")!;
   assert.deepEqual(events.rules, [{ apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] }]);
+});
+
+Deno.test("deploy/opt-in/delegation grants espejo two impersonations only, each bound on its own, not aggregated", () => {
+  const docs = kustomized("deploy", "opt-in", "delegation");
+  assert.deepEqual(docs.map((d) => `${d.kind} ${d.metadata.name}`).sort(), [
+    "ClusterRole espejo-impersonate-serviceaccounts",
+    "ClusterRole espejo-impersonate-syncconfig-extra",
+    "ClusterRoleBinding espejo-impersonate-serviceaccounts",
+    "ClusterRoleBinding espejo-impersonate-syncconfig-extra",
+  ]);
+  // Not aggregated into espejo-manager: a RoleBinding of the first narrows delegation to some namespaces, which an
+  // aggregated rule, granted cluster-wide by espejo-manager's binding, would undo.
+  for (const role of docs.filter((d) => d.kind === "ClusterRole")) {
+    assert.equal(role.metadata.labels?.[AGGREGATE], undefined, role.metadata.name);
+    assert.equal(role.aggregationRule, undefined, role.metadata.name);
+  }
+  const rules = granted(docs).get("") ?? [];
+  assert.deepEqual(rules, [
+    { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["impersonate"] },
+    {
+      apiGroups: ["authentication.k8s.io"],
+      resources: ["userextras/sync.appuio.ch/syncconfig"],
+      verbs: ["impersonate"],
+    },
+  ]);
+  // ServiceAccounts only (never users, groups or uids), and the one extra lib sends (never every extra).
+  assert.ok(grants(rules, "serviceaccounts", "impersonate"));
+  for (const [group, resource] of [["", "users"], ["", "groups"], ["authentication.k8s.io", "uids"]]) {
+    assert.ok(!grants(rules, resource, "impersonate", group), resource);
+  }
+  assert.ok(!rules.some((r) => r.resources?.some((x) => x === "userextras" || x.endsWith("*"))), "every extra");
+  assert.ok(grants(rules, `userextras/${SYNCCONFIG_EXTRA}`, "impersonate", "authentication.k8s.io"));
+  // Each bound once, to espejo's ServiceAccount as deploy/ makes it.
+  for (const binding of docs.filter((d) => d.kind === "ClusterRoleBinding")) {
+    assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: "espejo", namespace: "espejo-system" }]);
+    assert.equal(binding.roleRef?.name, binding.metadata.name);
+  }
 });
