@@ -51,14 +51,16 @@ async function main(): Promise<number> {
     kubeApiBurst: config.kubeApiBurst,
     concurrentSyncs: config.concurrentSyncs,
     pruneDefault: config.pruneDefault,
+    trustedNamespaces: config.trustedNamespaces?.join(",") ?? "(off)",
   });
   if (config.reconcileIntervalMs === 0) {
     log.info("--reconcile-interval is 0: no interval passes, only events cause syncs (as in the Go espejo)");
   }
-  if (!config.watchNamespace) {
+  if (!config.watchNamespace && !config.trustedNamespaces) {
     log.warn(
       "WATCH_NAMESPACE is empty: SyncConfigs are read from all namespaces, so anyone who can create a SyncConfig in " +
-        "any namespace controls every namespace; set WATCH_NAMESPACE to the controller's own namespace to limit that",
+        "any namespace controls every namespace; set WATCH_NAMESPACE to the controller's own namespace to limit " +
+        "that, or --trusted-namespaces to make the others write as a ServiceAccount of their own (docs/delegation.md)",
     );
   }
 
@@ -122,6 +124,7 @@ async function main(): Promise<number> {
     fullCompareIntervalMs: config.fullCompareIntervalMs,
     concurrentSyncs: config.concurrentSyncs,
     pruneDefault: config.pruneDefault,
+    trustedNamespaces: config.trustedNamespaces,
     metrics,
     leadership: elector
       ? async (signal) => {

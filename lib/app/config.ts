@@ -6,8 +6,9 @@
 import { FlagError, type FlagSpec, invalidValue, parseFlags, usage } from "./flags.ts";
 import { parseGoDuration } from "./duration.ts";
 import { findSubcommand, firstCommandWord, strayWords, SUBCOMMANDS, unknownCommand } from "./subcommands.ts";
+import { namespaceNameProblem, parseNamespaceList } from "./namespace_names.ts";
 
-export { FlagError };
+export { FlagError, namespaceNameProblem };
 
 export interface Config {
   reconcileIntervalMs: number;
@@ -33,6 +34,8 @@ export interface Config {
   watchNamespace: string;
   /** Pruning for SyncConfigs without a `sync.appuio.ch/prune` annotation (`--prune-default`). */
   pruneDefault: boolean;
+  /** Delegated mode: the namespaces whose SyncConfigs may write as espejo (`--trusted-namespaces`); undefined: off. */
+  trustedNamespaces: string[] | undefined;
 }
 
 export interface ListenAddr {
@@ -77,6 +80,7 @@ function wholeAtLeastOne(text: string): number {
 const DESCRIPTION =
   "Copies objects into many namespaces as SyncConfig resources (sync.appuio.ch/v1alpha1) describe.\n" +
   "Environment: WATCH_NAMESPACE limits which SyncConfigs are read to one namespace (empty: all);\n" +
+  "TRUSTED_NAMESPACES is --trusted-namespaces' default;\n" +
   "KUBECONFIG is used when --kubeconfig is not given (then the in-cluster service account, then ~/.kube/config).\n" +
   "Subcommand: `espejo plan` shows what espejo would change, and changes nothing (`espejo plan --help`).";
 
@@ -179,6 +183,12 @@ const FLAGS = {
       "delete the objects espejo created for it when an item is removed, a namespace is no longer selected, or " +
       "the SyncConfig is deleted",
   },
+  "trusted-namespaces": {
+    placeholder: "namespaces",
+    help: "delegated mode: only SyncConfigs of these namespaces (comma-separated) may write as espejo; one " +
+      "elsewhere writes as the ServiceAccount of its namespace that its annotation sync.appuio.ch/service-account " +
+      "names, and is Invalid without it (docs/delegation.md). Default: $TRUSTED_NAMESPACES; empty: off",
+  },
   version: { help: "print the version and exit" },
   help: { short: "h", help: "show this help and exit" },
 } satisfies Record<string, Omit<FlagSpec, "name"> & { parse?: (v: string) => unknown }>;
@@ -197,20 +207,6 @@ type ValueFlag = {
   [N in FlagName]: (typeof FLAGS)[N] extends { parse: unknown; defaultText: string } ? N : never;
 }[FlagName];
 const SPECS: FlagSpec[] = Object.entries(FLAGS).map(([name, f]) => ({ name, ...f }));
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-/**
- * Why `name` cannot name a namespace (a DNS-1123 label, as kube-apiserver requires), or undefined when it can.
- * A watch of SyncConfigs in such a namespace would fail forever, so the controller would never become ready.
- */
-export function namespaceNameProblem(name: string): string | undefined {
-  if (name.length > 63) return `it has ${name.length} characters, at most 63 are allowed`;
-  if (!DNS1123_LABEL.test(name)) {
-    return "it must consist of lowercase letters, digits and '-', and start and end with a letter or digit";
-  }
-  return undefined;
-}
 
 /**
  * What a command line asks for: run with a config (and the warnings to log once logging is set up), or print a text
@@ -264,6 +260,16 @@ export function readCommandLine(
         `${namespaceProblem} (leave it empty to read SyncConfigs from all namespaces)`,
     );
   }
+  const trusted = text("trusted-namespaces") ?? env.TRUSTED_NAMESPACES ?? "";
+  let trustedNamespaces: string[] | undefined;
+  try {
+    trustedNamespaces = parseNamespaceList(trusted);
+  } catch (e) {
+    const source = text("trusted-namespaces") === undefined
+      ? "environment variable TRUSTED_NAMESPACES"
+      : "--trusted-namespaces";
+    throw new FlagError(`${source} ${JSON.stringify(trusted)}: ${(e as Error).message}`);
+  }
   return {
     run: {
       reconcileIntervalMs: flag("reconcile-interval"),
@@ -285,6 +291,7 @@ export function readCommandLine(
       concurrentSyncs: flag("concurrent-syncs"),
       watchNamespace,
       pruneDefault: values.get("prune-default") === true,
+      trustedNamespaces,
     },
     warnings,
   };

@@ -62,7 +62,7 @@ export interface ControllerBooks {
   workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
   executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
   caches: Pick<ResourceCaches, "forgetNamespace">;
-  metrics: Pick<Metrics, "items" | "invalid">;
+  metrics: Pick<Metrics, "items" | "invalid" | "delegatedRequests">;
 }
 
 /** Registers every book of the controller, in one place. */
@@ -91,10 +91,11 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
   // A SyncConfig being deleted "goes" here while pruning still needs what it created: pruning unindexes it once it
   // is gone for good or prunes no more (Pruning.settle).
   books.register("created index", { namespace: (ns) => b.caches.forgetNamespace(ns) });
-  books.register("item gauges", {
+  books.register("item gauges and delegated request counts", {
     config: (syncconfig) => {
       for (const state of ["synchronized", "deleted", "failed"]) b.metrics.items.remove({ syncconfig, state });
       b.metrics.invalid.remove({ syncconfig });
+      b.metrics.delegatedRequests.removeMatching({ syncconfig });
     },
   });
 }

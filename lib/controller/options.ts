@@ -9,6 +9,11 @@ export interface ControllerOptions {
   reconcileIntervalMs: number;
   /** Namespaces synced at the same time (`--concurrent-syncs`); default 1. */
   concurrentSyncs?: number;
+  /**
+   * `--trusted-namespaces` (delegated mode): only SyncConfigs of these namespaces may write as espejo; the others must
+   * name a ServiceAccount (lib/model/identity.ts). Undefined: off.
+   */
+  trustedNamespaces?: readonly string[];
   /** `--prune-default`: prune for SyncConfigs without a prune annotation (lib/sync/prune.ts). */
   pruneDefault?: boolean;
   /** `--full-compare-interval` (see freshness.ts); 0 compares every namespace in every pass. */

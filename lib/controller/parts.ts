@@ -1,8 +1,8 @@
 /**
  * The controller's parts, built once at its start, in the order they depend on each other: the books that need
- * nothing, the status writer, the caches of the kinds items name, then what uses the caches (executor, pruner,
- * pruning), what a SyncConfig change and a namespace unit set off, and the workers; last, every book of per-key
- * state is registered (key_books.ts). Each part is handed the parts it uses, never a getter for one made later.
+ * nothing (and the standby's state, standby.ts), the status writer, the caches of the kinds items name, then what
+ * uses the caches (executor, pruner, pruning), what a SyncConfig change and a namespace unit set off, the caches'
+ * warm-up (warm_caches.ts), and the workers; last, every book of per-key state is registered (key_books.ts). Each part is handed the parts it uses, never a getter for one made later.
  *
  * What the controller itself keeps (the two watches, the queue, the interval pass) comes in as {@link PartsBase}:
  * their handlers are the controller's scheduling, which uses these parts.
@@ -32,6 +32,8 @@ import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
 import type { WatchTrouble } from "./watches.ts";
 import { MemoryReturn } from "./memory_return.ts";
+import { Standby } from "./standby.ts";
+import { WarmCaches } from "./warm_caches.ts";
 import { Workers } from "./worker.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 
@@ -69,17 +71,23 @@ export interface ControllerParts {
   workers: Workers;
   /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
   books: KeyBooks;
+  /** Whether this replica leads, and what it holds back until it does. */
+  standby: Standby;
+  /** Fills the caches of the kinds items name before units need them (a standby's before it leads). */
+  warm: WarmCaches;
 }
 
 /** Builds and wires every part of the controller (see the module comment for the order). */
 export function buildParts(base: PartsBase): ControllerParts {
   const { opts, namespaces, syncConfigs, queue, trouble, enqueue } = base;
   const { client, metrics } = opts;
-  const registry = new Registry<NamespaceInfo>(base.labelKeys);
+  const registry = new Registry<NamespaceInfo>(base.labelKeys, { trustedNamespaces: opts.trustedNamespaces });
   const ledger = new StatusLedger();
   const freshness = new Freshness(opts.fullCompareIntervalMs ?? 600_000);
   const events = new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" });
   const syncEvents = new SyncEvents(events);
+  // Until this replica leads, a compile's Events wait and the caches judge every arrival (standby.ts).
+  const standby = new Standby(events);
   const books = new KeyBooks();
   const statusWriter = new StatusWriter({
     client,
@@ -102,6 +110,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     prunes: (cfgKey) => pruningOn(syncConfigs.get(cfgKey), pruneDefault),
     // After a restart every object arrives at once: judged as it comes, its content is not kept (see arrival_judge).
     judge: arrivalJudge(registry, namespaces),
+    judgeEvents: () => !standby.leading,
     // A deleteItems candidate appeared or went: only the next pass needs to look (no sync per foreign object),
     // and only if a deleteItem names it (busy ConfigMaps elsewhere in the namespace do not count).
     onCandidateChange: (ns, name) => registry.namedByDeleteItem(ns, name) && freshness.changedIn(ns),
@@ -111,8 +120,9 @@ export function buildParts(base: PartsBase): ControllerParts {
   const discovery = new Discovery(client);
   const executor = new Executor(client, discovery, caches, {
     onWrite: (action) => metrics.writes.inc({ action }),
-    // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex).
-    claims: (owner, r, ns, name) => itemOwners(r, ns, name).includes(owner),
+    // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex), and not
+    // against one that writes as espejo when it writes as a ServiceAccount.
+    claims: (owner, claimant, r, ns, name) => registry.holds(owner, claimant, itemOwners(r, ns, name)),
     onFight: (syncconfig) => metrics.fightRestores.inc({ syncconfig }),
     onReplace: (syncconfig, reason) => metrics.replaces.inc({ syncconfig, reason }),
     onFinalizersRemoved: (syncconfig, message) => {
@@ -132,7 +142,24 @@ export function buildParts(base: PartsBase): ControllerParts {
     pruner,
   });
   const trimmedLabels = new TrimmedLabels(client, namespaces, registry, base.namespaceChanged);
-  const configs = new ConfigChanges({ ...shared, books, pruning, events, executor, caches, trimmedLabels });
+  const configs = new ConfigChanges({
+    ...shared,
+    books,
+    pruning,
+    events: standby.events,
+    executor,
+    caches,
+    trimmedLabels,
+  });
+  const warm = new WarmCaches({
+    valid: () => registry.valid(),
+    configs,
+    discovery,
+    caches,
+    metrics,
+    standby,
+    signal: base.signal,
+  });
   const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
@@ -175,5 +202,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     configs,
     workers,
     books,
+    standby,
+    warm,
   };
 }

@@ -9,6 +9,7 @@
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
+import type { WriteIdentity } from "../model/identity.ts";
 import { isConflict, isNotFound } from "../kube/errors.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
@@ -64,7 +65,8 @@ export type PrunerParts = Pick<
 
 /** What the prune step of a unit would delete in a namespace, decided from the caches at one moment. */
 export interface PruneDecision {
-  plans: { cfgKey: string; plan: PrunePlan }[];
+  /** `writeAs`: the ServiceAccount of the SyncConfig that created the object, which deletes it. */
+  plans: { cfgKey: string; plan: PrunePlan; writeAs?: WriteIdentity }[];
   /** A cache is still listing: its SyncConfigs are left out. */
   listing: boolean;
   /** SyncConfigs being deleted that created objects here. */
@@ -103,7 +105,9 @@ export class Pruning {
   observe(key: string, sc: SyncConfig | undefined): void {
     const uid = sc?.metadata?.uid ?? "";
     if (!sc?.metadata?.deletionTimestamp) this.#deleting.delete(key); // gone, or created again under the same key
-    else if (this.#deleting.get(key)?.uid !== uid) this.#deleting.set(key, { uid, result: compileSyncConfig(sc) });
+    else if (this.#deleting.get(key)?.uid !== uid) {
+      this.#deleting.set(key, { uid, result: compileSyncConfig(sc, this.d.registry.options) });
+    }
   }
 
   /** Where SyncConfig `key` stands for pruning; `selects`: whether the unit's selection includes it. */
@@ -143,7 +147,8 @@ export class Pruning {
       if (scope.kind === "deleting") out.deleting.push(cfgKey);
       const owners = (c: { resource: ResourceInfo; name: string }) =>
         this.d.registry.itemOwners(c.resource, ns, c.name);
-      for (const plan of planPrunes(cfgKey, scope, candidates, owners)) out.plans.push({ cfgKey, plan });
+      const { writeAs } = config;
+      for (const plan of planPrunes(cfgKey, scope, candidates, owners)) out.plans.push({ cfgKey, plan, writeAs });
     }
     return out;
   }
@@ -173,7 +178,7 @@ export class Pruning {
     const plans = now.plans.filter((p) =>
       confirmed.has(p.plan) && !(settleMs > 0 && p.plan.reason === "namespace not selected")
     );
-    const results = await mapBounded(plans, MAX_CONCURRENT_PRUNES, ({ plan }) => pruner.prune(plan));
+    const results = await mapBounded(plans, MAX_CONCURRENT_PRUNES, ({ plan, writeAs }) => pruner.prune(plan, writeAs));
     plans.forEach(({ cfgKey, plan: p }, i) => {
       const r = results[i];
       if (r.state === "failed") {

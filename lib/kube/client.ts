@@ -36,6 +36,24 @@ export interface KubeRequest {
   urgent?: boolean;
   /** Give up after this long (default {@link DEFAULT_TIMEOUT_MS}); a hung connection must not hang a sync. */
   timeoutMs?: number;
+  /** Sent as this user (the API server's impersonation): it authorizes and admits the request as them. */
+  as?: Impersonation;
+}
+
+/**
+ * A user to act as: `Impersonate-User` and one `Impersonate-Extra-<key>` header per extra. Without groups, the API
+ * server gives a ServiceAccount's username its groups (`system:serviceaccounts`, `system:serviceaccounts:<ns>`).
+ */
+export interface Impersonation {
+  user: string;
+  extra: Readonly<Record<string, string>>;
+}
+
+/** The headers of a request sent as `as`; an extra's key is percent-encoded in the header name (`/` is not allowed). */
+export function impersonationHeaders(as: Impersonation): Record<string, string> {
+  const headers: Record<string, string> = { "impersonate-user": as.user };
+  for (const [key, value] of Object.entries(as.extra)) headers[`impersonate-extra-${encodeURIComponent(key)}`] = value;
+  return headers;
 }
 
 /** What a caller of a generated client function (lib/kube/api/) may add to the request it makes. */
@@ -69,8 +87,10 @@ export interface KubeClient {
   watch(path: string, query: KubeRequest["query"], signal: AbortSignal, accept?: string): AsyncIterable<WatchEvent>;
 }
 
-/** Told about every reply, for metrics. `code` is 0 for a network error. */
-export type ResponseObserver = (r: { method: Verb; path: string; watch: boolean; code: number }) => void;
+/** Told about every reply, for metrics. `code` is 0 for a network error; `as`: the request was sent as that user. */
+export type ResponseObserver = (
+  r: { method: Verb; path: string; watch: boolean; code: number; as?: Impersonation },
+) => void;
 
 /** The server, its TLS and proxy ({@link TransportOptions}), and what this client adds: auth, limits, metrics. */
 export interface HttpClientOptions extends TransportOptions {
@@ -146,6 +166,7 @@ export class HttpKubeClient implements KubeClient {
           accept: req.accept ?? "application/json",
           signal,
           watch: false,
+          as: req.as,
         });
         if (res.ok) return await read(res);
         text = await res.text();
@@ -182,7 +203,14 @@ export class HttpKubeClient implements KubeClient {
     method: Verb,
     path: string,
     query: KubeRequest["query"],
-    o: { body?: string; contentType?: string; accept: string; signal?: AbortSignal; watch: boolean },
+    o: {
+      body?: string;
+      contentType?: string;
+      accept: string;
+      signal?: AbortSignal;
+      watch: boolean;
+      as?: Impersonation;
+    },
   ): Promise<Response> {
     const url = new URL(this.#base + path);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -190,12 +218,13 @@ export class HttpKubeClient implements KubeClient {
     if (o.body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
     const auth = await this.opts.authorization?.();
     if (auth) headers.authorization = auth;
+    if (o.as) Object.assign(headers, impersonationHeaders(o.as));
     try {
       const res = await this.#transport.send(url, { method, headers, body: o.body, signal: o.signal, watch: o.watch });
-      this.opts.onResponse?.({ method, path, watch: o.watch, code: res.status });
+      this.opts.onResponse?.({ method, path, watch: o.watch, code: res.status, as: o.as });
       return res;
     } catch (e) {
-      this.opts.onResponse?.({ method, path, watch: o.watch, code: 0 });
+      this.opts.onResponse?.({ method, path, watch: o.watch, code: 0, as: o.as });
       // "fetch failed" says nothing: name the server and the cause as kubectl would (an abort stays an abort).
       throw asConnectionError(url, e);
     }

@@ -15,6 +15,13 @@ export class Metrics {
     labelNames: ["verb", "resource", "code"] as const,
     registers: [this.registry],
   });
+  readonly delegatedRequests = new client.Counter({
+    name: "espejo_delegated_requests_total",
+    help: "Requests sent as a SyncConfig's ServiceAccount (sync.appuio.ch/service-account), by SyncConfig, " +
+      "ServiceAccount, verb, resource and HTTP code: code 403 is a right the ServiceAccount lacks",
+    labelNames: ["syncconfig", "service_account", "verb", "resource", "code"] as const,
+    registers: [this.registry],
+  });
   readonly syncs = new client.Counter({
     name: "espejo_syncs_total",
     help: "Units of work (one namespace) synced, by trigger (namespace, syncconfig, interval, retry) and result",
@@ -152,11 +159,17 @@ export class Metrics {
   }
 
   /** A {@link ResponseObserver} that counts API requests by verb, resource and code. */
-  readonly observeResponse: ResponseObserver = ({ method, path, watch, code }) => {
+  readonly observeResponse: ResponseObserver = ({ method, path, watch, code, as }) => {
     const { resource, named } = resourceOfPath(path);
     const verb = watch ? "WATCH" : method === "GET" && !named ? "LIST" : method;
     this.apiRequests.inc({ verb, resource, code: String(code) });
     this.compat.response(method, code);
+    if (as) {
+      // The one extra espejo sends is the SyncConfig's key (lib/model/identity.ts).
+      const syncconfig = Object.values(as.extra)[0] ?? "";
+      const service_account = as.user.replace(/^system:serviceaccount:/, "").replace(":", "/");
+      this.delegatedRequests.inc({ syncconfig, service_account, verb, resource, code: String(code) });
+    }
   };
 
   /** This process may write (or may not), in both the espejo and the controller-runtime gauge. */

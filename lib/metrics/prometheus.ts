@@ -60,6 +60,14 @@ abstract class Metric<L extends string> {
     this.series.delete(JSON.stringify(this.clean(labels)));
   }
 
+  /** Forgets every series whose labels include these (a SyncConfig that went, whatever its other labels). */
+  removeMatching(match: Labels<L>): void {
+    const wanted = Object.entries(this.clean(match));
+    for (const { labels } of [...this.series.values()]) {
+      if (wanted.every(([k, v]) => labels[k] === v)) this.remove(labels as Labels<L>);
+    }
+  }
+
   get(): { values: Sample[] } {
     return { values: [...this.series.values()].map((e) => ({ labels: e.labels, value: e.value })) };
   }

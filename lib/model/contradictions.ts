@@ -5,6 +5,10 @@
  * fight. Decided once per unit, before anything is written: neither item is performed, and each fails with a message
  * naming the other, as two syncItems naming one object do (lib/model/syncconfig.ts, `markShadowed`).
  *
+ * Except that a SyncConfig that writes as a ServiceAccount (a team's, lib/model/identity.ts) yields to one that
+ * writes as espejo (the platform's): its item fails, and the other's is performed. Otherwise a team could switch the
+ * platform's item off in its namespaces with a deleteItem naming the same object.
+ *
  * Pure: the SyncConfigs that select the namespace in, the contested items out.
  */
 import { splitApiVersion } from "../kube/objects.ts";
@@ -24,6 +28,8 @@ export type Contradictions = ReadonlyMap<string, ReadonlyMap<string, Contest>>;
 
 interface Named {
   cfgKey: string;
+  /** The SyncConfig writes as a ServiceAccount. */
+  delegated: boolean;
   field: string;
   kind: string;
   name: string;
@@ -54,10 +60,16 @@ export function contradictions(configs: Iterable<CompiledSyncConfig>, namespace:
     }
   }
   const out = new Map<string, Map<string, Contest>>();
-  const contest = (item: Named, others: Named[], verb: string) => {
+  const contest = (item: Named, all: Named[], verb: string) => {
+    // A SyncConfig that writes as espejo is contested only by others that do.
+    const others = item.delegated ? all : all.filter((o) => !o.delegated);
+    if (!others.length) return;
     const names = others.map((o) => o.cfgKey === item.cfgKey ? `${o.field} of this SyncConfig` : ref(o)).sort();
+    const yields = item.delegated && others.some((o) => !o.delegated);
     const problem = `contradicts ${names.join(" and ")}, which ${others.length > 1 ? verb : `${verb}s`} the same ` +
-      "object: neither is done while both name it";
+      (yields
+        ? "object: this SyncConfig writes as a ServiceAccount and yields to one that writes as espejo"
+        : "object: neither is done while both name it");
     let items = out.get(item.cfgKey);
     if (!items) out.set(item.cfgKey, items = new Map());
     items.set(item.field, { kind: item.kind, name: item.name, problem });
@@ -78,6 +90,7 @@ const named = (
   namespace: string,
 ): Named => ({
   cfgKey: cfg.key,
+  delegated: cfg.writeAs !== undefined,
   field: `.spec.${list}[${item.index}]`,
   kind: item.kind,
   name: renderTemplate(item.name, namespace),

@@ -5,7 +5,14 @@
  */
 import { ItemIndex } from "./item_index.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
-import { type CompiledSyncConfig, type CompileResult, compileSyncConfig, type SyncConfig } from "./syncconfig.ts";
+import {
+  type CompiledSyncConfig,
+  type CompileOptions,
+  type CompileResult,
+  compileSyncConfig,
+  type SyncConfig,
+} from "./syncconfig.ts";
+import { SERVICE_ACCOUNT_ANNOTATION } from "./identity.ts";
 import { renderTemplate } from "./template.ts";
 import { SelectionIndex } from "./selection_index.ts";
 import type { NamespaceFacts } from "./selector.ts";
@@ -14,12 +21,17 @@ import { LabelKeys } from "./label_keys.ts";
 export interface Compiled {
   generation: number;
   uid: string;
+  /** The ServiceAccount annotation compiled: an annotation changes no generation, yet changes whose writes these are. */
+  serviceAccount: string | undefined;
   result: CompileResult;
 }
 
 export class Registry<N extends NamespaceFacts & { name: string; phase: string }> {
-  /** The label keys the SyncConfigs compiled so far read: what a namespace with huge labels keeps. */
-  constructor(readonly labelKeys: LabelKeys = new LabelKeys()) {}
+  constructor(
+    /** The label keys the SyncConfigs compiled so far read: what a namespace with huge labels keeps. */
+    readonly labelKeys: LabelKeys = new LabelKeys(),
+    readonly options: CompileOptions = {},
+  ) {}
 
   readonly #compiled = new Map<string, Compiled>();
   readonly #selection = new SelectionIndex<N>();
@@ -47,17 +59,23 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     for (const { result } of this.#compiled.values()) if (result.ok) yield result.config;
   }
 
-  /** Whether the entry of `key` is for this generation and uid of the SyncConfig. */
+  /** Whether the entry of `key` is for this generation, uid and ServiceAccount of the SyncConfig. */
   isCurrent(key: string, sc: SyncConfig | undefined): boolean {
     const known = this.#compiled.get(key);
-    return !!known && !!sc && known.generation === generationOf(sc) && known.uid === uidOf(sc);
+    return !!known && !!sc && known.generation === generationOf(sc) && known.uid === uidOf(sc) &&
+      known.serviceAccount === serviceAccountOf(sc);
   }
 
-  /** Compiles `sc` unless its generation and uid are known; returns the entry and whether it is new. */
+  /** Compiles `sc` unless its generation, uid and ServiceAccount are known; returns the entry and whether it is new. */
   compile(key: string, sc: SyncConfig): { entry: Compiled; changed: boolean } {
     const known = this.#compiled.get(key);
     if (known && this.isCurrent(key, sc)) return { entry: known, changed: false };
-    const entry = { generation: generationOf(sc), uid: uidOf(sc), result: compileSafely(sc, key) };
+    const entry = {
+      generation: generationOf(sc),
+      uid: uidOf(sc),
+      serviceAccount: serviceAccountOf(sc),
+      result: compileSafely(sc, key, this.options),
+    };
     if (entry.result.ok) this.labelKeys.addFrom(sc);
     this.#compiled.set(key, entry);
     this.#changed();
@@ -119,6 +137,21 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     return named.filter((k) => selecting.includes(k));
   }
 
+  /**
+   * Whether `owner`, one of `owners` (the SyncConfigs with an item for an object), holds the object against
+   * `claimant`: a SyncConfig that writes as a ServiceAccount yields to one that writes as espejo, so a team's
+   * SyncConfig cannot take an object over from the platform's (lib/model/identity.ts).
+   */
+  holds(owner: string, claimant: string, owners: readonly string[]): boolean {
+    return owners.includes(owner) && !(this.delegated(owner) && !this.delegated(claimant));
+  }
+
+  /** Whether the valid SyncConfig `key` writes as a ServiceAccount. */
+  delegated(key: string): boolean {
+    const result = this.#compiled.get(key)?.result;
+    return result?.ok === true && result.config.writeAs !== undefined;
+  }
+
   /** Whether a deleteItem of a valid SyncConfig names object `name` in `namespace`. */
   namedByDeleteItem(namespace: string, name: string): boolean {
     for (const config of this.valid()) {
@@ -135,11 +168,12 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
 
 const generationOf = (sc: SyncConfig) => typeof sc.metadata?.generation === "number" ? sc.metadata.generation : 0;
 const uidOf = (sc: SyncConfig) => typeof sc.metadata?.uid === "string" ? sc.metadata.uid : "";
+const serviceAccountOf = (sc: SyncConfig) => sc.metadata?.annotations?.[SERVICE_ACCOUNT_ANNOTATION];
 
 /** Compile never throws by contract; this keeps one bug from stopping the controller anyway. */
-function compileSafely(sc: SyncConfig, key: string): CompileResult {
+function compileSafely(sc: SyncConfig, key: string, options: CompileOptions): CompileResult {
   try {
-    return compileSyncConfig(sc);
+    return compileSyncConfig(sc, options);
   } catch (e) {
     return { ok: false, key, message: `SyncConfig ${key}: cannot be compiled: ${e instanceof Error ? e.message : e}` };
   }

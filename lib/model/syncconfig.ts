@@ -1,10 +1,12 @@
 /**
- * Validation and compilation of a SyncConfig: done once per generation, so that a sync only evaluates compiled
+ * Validation and compilation of a SyncConfig: done once per generation (and value of its ServiceAccount annotation,
+ * lib/model/identity.ts), so that a sync only evaluates compiled
  * selectors and pre-validated items. Spec problems make the whole SyncConfig invalid (espejo's `Invalid`
  * condition); item problems only fail that item.
  */
 import type { SyncConfig as SyncConfigSchema } from "./syncconfig_types.ts";
 import { compileNamespaceSelector, type NamespaceSelector, SelectorError } from "./selector.ts";
+import { type WriteIdentity, writeIdentity } from "./identity.ts";
 import { isObject, type KubeObject, type ObjectMeta, SERVER_OWNED_METADATA, splitApiVersion } from "../kube/objects.ts";
 
 /** A SyncConfig: the CRD's shape, its metadata the API's (checked at the edge, see decodeObjectMeta). */
@@ -45,6 +47,14 @@ export interface CompiledSyncConfig {
   syncItems: SyncItemSpec[];
   deleteItems: DeleteItemSpec[];
   forceRecreate: boolean;
+  /** The ServiceAccount its writes are made as (lib/model/identity.ts); undefined: espejo's own identity. */
+  writeAs?: WriteIdentity;
+}
+
+/** What compiling depends on besides the SyncConfig: the controller's settings. */
+export interface CompileOptions {
+  /** Delegated mode: the namespaces whose SyncConfigs may write as espejo (`--trusted-namespaces`); undefined: off. */
+  trustedNamespaces?: readonly string[];
 }
 
 export type CompileResult = { ok: true; config: CompiledSyncConfig } | { ok: false; key: string; message: string };
@@ -65,12 +75,15 @@ const STRING_MAPS = new Map([["v1/Secret", ["data", "stringData"]], ["v1/ConfigM
  * Validates the spec and compiles selectors and items. Messages name the SyncConfig and the field. Never throws:
  * an unexpected exception makes the SyncConfig invalid with a message naming the part being compiled.
  */
-export function compileSyncConfig(cfg: SyncConfig): CompileResult {
+export function compileSyncConfig(cfg: SyncConfig, options: CompileOptions = {}): CompileResult {
   let key = "";
   let at = ".metadata"; // the part being compiled, for the message of an unexpected exception
   const invalid = (message: string): CompileResult => ({ ok: false, key, message: `SyncConfig ${key}: ${message}` });
   try {
     key = keyOf(cfg);
+    const ref = refOf(cfg);
+    const identity = writeIdentity(ref.namespace, ref.name, cfg.metadata?.annotations, options.trustedNamespaces);
+    if (!identity.ok) return invalid(identity.problem);
     at = ".spec";
     const spec = cfg.spec ?? {};
     let selector: NamespaceSelector;
@@ -100,12 +113,13 @@ export function compileSyncConfig(cfg: SyncConfig): CompileResult {
       ok: true,
       config: {
         key,
-        ...refOf(cfg),
+        ...ref,
         generation: cfg.metadata?.generation ?? 0,
         selector,
         syncItems,
         deleteItems,
         forceRecreate: spec.forceRecreate === true,
+        writeAs: identity.writeAs,
       },
     };
   } catch (e) {

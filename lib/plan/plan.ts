@@ -97,7 +97,8 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean, sc
   const serverAdds = new Map<string, string>();
   const byName = new Map(snapshot.namespaces.map((n) => [n.name, n]));
   const view: PlanView = {
-    claims: (owner, r, ns, name) => registry.itemOwners(r, byName.get(ns), name).includes(owner),
+    claims: (owner, claimant, r, ns, name) =>
+      registry.holds(owner, claimant, registry.itemOwners(r, byName.get(ns), name)),
     serverAdds: (itemKey) => serverAdds.get(itemKey),
     fightWaitMs: () => 0,
     removedByOther: () => false,

@@ -6,15 +6,18 @@
  * again), and replaces the object (lib/sync/replace.ts) when the server refuses the update as the plan's
  * {@link ReplaceWhen} says. Every reply is handed to the {@link WriteSink} at once, so the caches know espejo's own
  * versions before the watch brings them.
+ *
+ * For a SyncConfig that names a ServiceAccount (lib/model/identity.ts), every request made here, the reads on a
+ * write's way included, is sent as that ServiceAccount: it gets no answer the ServiceAccount would not get.
  */
 import { getLogger } from "@logtape/logtape";
-import type { KubeClient } from "../kube/client.ts";
+import type { Impersonation, KubeClient } from "../kube/client.ts";
 import { objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isAlreadyExists, isConflict, isImmutableField, isInvalid, isNotFound } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import type { ItemAction } from "./failures.ts";
 import { OwnedByOther } from "./failures.ts";
-import { heldByOther, type LiveParts, planAdoption, type ReplaceWhen, type WriteSite } from "./planner.ts";
+import { type Claims, heldByOther, type LiveParts, planAdoption, type ReplaceWhen, type WriteSite } from "./planner.ts";
 import { replaceObject } from "./replace.ts";
 import { Gate } from "./bounded.ts";
 import { CREATED_ANNOTATION, FIELD_MANAGER, OWNER_ANNOTATION } from "../model/markers.ts";
@@ -31,6 +34,8 @@ export interface WriteSink {
 /** One object being written for one SyncConfig. */
 export interface WriteTarget {
   cfgKey: string;
+  /** Sent as this user (the SyncConfig's ServiceAccount); undefined: as espejo. */
+  as?: Impersonation;
   /** When a refused update becomes a replace (the planner's decision). */
   replace: ReplaceWhen;
   /** A restore while a fight is on: a conflict is not re-read at once. */
@@ -52,7 +57,7 @@ export class Applier {
   constructor(
     private readonly client: KubeClient,
     /** Whether SyncConfig `owner` has an item for the object (its owner annotation then holds it). */
-    readonly claims: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean,
+    readonly claims: Claims,
     private readonly onWrite: (action: ItemAction) => void = () => {},
     /** Reads and writes of objects whose ownerReferences the cache does not keep (see {@link Gate}). */
     readonly large: Gate = new Gate(1),
@@ -61,13 +66,13 @@ export class Applier {
   /** Creates the object; one that exists without espejo's label (made by hand, by the Go espejo) is adopted. */
   async create(t: WriteTarget): Promise<Applied> {
     try {
-      t.sink.written(await this.#write("POST", collectionOf(t), created(t)));
+      t.sink.written(await this.#write(t, "POST", collectionOf(t), created(t)));
       this.onWrite("create");
       return { action: "create" };
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
     }
-    const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
+    const current = await this.#read(t);
     const adoption = planAdoption(siteOf(t), liveParts(current), this);
     if (adoption.kind === "held") throw new OwnedByOther(adoption.owner);
     // Someone may be writing it right now: a re-read on a conflict is still fine here (one create found it).
@@ -84,7 +89,7 @@ export class Applier {
     // time, since the read, the body and the reply hold them several times over. At another version than `live`
     // the write meets a conflict, as it would have.
     return this.large.run(async () => {
-      const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
+      const current = await this.#read(t);
       return await this.#update(t, { ...live, ownerReferences: liveParts(current).ownerReferences }, reason);
     });
   }
@@ -92,7 +97,7 @@ export class Applier {
   async #update(t: WriteTarget, live: LiveParts, reason?: string): Promise<Applied> {
     this.#logTakeOver(t, live);
     try {
-      const updated = await this.#write("PUT", pathOf(t), bodyAt(t.desired, live));
+      const updated = await this.#write(t, "PUT", pathOf(t), bodyAt(t.desired, live));
       t.sink.written(updated);
       if (updated.metadata?.resourceVersion === live.resourceVersion) return { action: "none" };
       this.onWrite("update");
@@ -101,10 +106,10 @@ export class Applier {
       if (isConflict(e) && !t.contested) {
         // The cached copy was stale: read the current version once and try again, unless another SyncConfig with
         // an item for the object has taken it meanwhile.
-        const current = await this.client.request<KubeObject>({ method: "GET", path: pathOf(t) });
+        const current = await this.#read(t);
         const holder = heldByOther(current.metadata?.annotations?.[OWNER_ANNOTATION], siteOf(t), this);
         if (holder) throw new OwnedByOther(holder);
-        t.sink.written(await this.#write("PUT", pathOf(t), bodyAt(t.desired, liveParts(current))));
+        t.sink.written(await this.#write(t, "PUT", pathOf(t), bodyAt(t.desired, liveParts(current))));
         this.onWrite("update");
         return { action: "update", reason };
       }
@@ -114,11 +119,21 @@ export class Applier {
     }
   }
 
-  /** Deletes the object if it is still the one with `uid`; "absent" when it is gone or another one has the name. */
-  async delete(resource: ResourceInfo, namespace: string, name: string, uid: string): Promise<"deleted" | "absent"> {
+  /**
+   * Deletes the object if it is still the one with `uid` (as `as`, when given); "absent" when it is gone or another
+   * one has the name.
+   */
+  async delete(
+    resource: ResourceInfo,
+    namespace: string,
+    name: string,
+    uid: string,
+    as?: Impersonation,
+  ): Promise<"deleted" | "absent"> {
     try {
       await this.client.request({
         method: "DELETE",
+        as,
         path: objectPath(resource, namespace, name),
         body: { apiVersion: "v1", kind: "DeleteOptions", propagationPolicy: "Background", preconditions: { uid } },
       });
@@ -142,7 +157,8 @@ export class Applier {
       collection: collectionOf(t),
       uid: live.uid,
       body: withCreation(t.desired, live.createdBy),
-      write: (method, path, body) => this.#write(method, path, body),
+      as: t.as,
+      write: (method, path, body) => this.#write(t, method, path, body),
       deleted: () => t.sink.deleted(`${t.namespace}/${t.desired.metadata!.name}`),
     });
     t.sink.written(replaced.reply);
@@ -161,13 +177,18 @@ export class Applier {
     if (!owner || owner === t.cfgKey) return;
     log.warn(
       "Overwriting owner annotation {owner} of {kind} {namespace}/{name} with SyncConfig {syncConfig}: no " +
-        "SyncConfig that espejo can see has an item for that object",
+        "SyncConfig that espejo can see has an item for that object, or it writes as a ServiceAccount and yields to " +
+        "one that writes as espejo",
       { owner, kind: t.resource.kind, namespace: t.namespace, name: t.desired.metadata!.name, syncConfig: t.cfgKey },
     );
   }
 
-  #write(method: "POST" | "PUT", path: string, body: KubeObject): Promise<KubeObject> {
-    return this.client.request<KubeObject>({ method, path, body, query: { fieldManager: FIELD_MANAGER } });
+  #write(t: WriteTarget, method: "POST" | "PUT", path: string, body: KubeObject): Promise<KubeObject> {
+    return this.client.request<KubeObject>({ method, path, body, query: { fieldManager: FIELD_MANAGER }, as: t.as });
+  }
+
+  #read(t: WriteTarget): Promise<KubeObject> {
+    return this.client.request<KubeObject>({ method: "GET", path: pathOf(t), as: t.as });
   }
 }
 

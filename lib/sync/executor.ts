@@ -200,7 +200,7 @@ export class Executor {
     this.caches.beginWrite(resource, key);
     let result: ItemResult = { state: "absent" }; // until the delete answers
     try {
-      result = { state: await this.#applier.delete(resource, ref.namespace, name, plan.uid) };
+      result = { state: await this.#applier.delete(resource, ref.namespace, name, plan.uid, ref.cfg.writeAs?.as) };
       cache.forget(key);
       this.#retries.succeeded(plan.retryKey);
     } catch (e) {
@@ -229,6 +229,7 @@ export class Executor {
     const cache = this.caches.managed(t.resource);
     return {
       cfgKey: t.cfg.key,
+      as: t.cfg.writeAs?.as,
       replace: plan.replace,
       contested: plan.kind === "update" && plan.contested,
       resource: t.resource,

@@ -1,7 +1,7 @@
 /** What the executor (lib/sync/executor.ts) is told for each item, and what it tells and asks its controller. */
-import type { ResourceInfo } from "../kube/discovery.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import type { ItemAction } from "./failures.ts";
+import type { Claims } from "./planner.ts";
 
 export interface ItemRef {
   cfg: CompiledSyncConfig;
@@ -11,10 +11,10 @@ export interface ItemRef {
 export interface ExecutorHooks {
   onWrite?: (action: ItemAction) => void;
   /**
-   * Whether SyncConfig `owner` (the owner annotation of an object, which anyone can write) has an item for this
-   * object in this namespace and so holds it. Default: no SyncConfig but the writer's own does.
+   * Whether SyncConfig `owner` (the owner annotation of an object, which anyone can write) holds this object in this
+   * namespace against the writer (lib/sync/planner.ts, Claims). Default: no SyncConfig but the writer's own does.
    */
-  claims?: (owner: string, resource: ResourceInfo, namespace: string, name: string) => boolean;
+  claims?: Claims;
   /** A restore of an object that was restored shortly before (a fight) was tried: written or refused. */
   onFight?: (cfgKey: string) => void;
   /** An object was replaced (deleted and created again): a field could not change, or `forceRecreate`. */

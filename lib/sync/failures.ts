@@ -35,6 +35,8 @@ export interface FailureSite {
   item: string;
   kind?: string;
   name?: string;
+  /** The ServiceAccount the SyncConfig writes as (`namespace/name`), when it names one. */
+  serviceAccount?: string;
 }
 
 /** A failure's fields in the log (see docs/reference.md, "Logs"): what a pipeline filters and groups by. */
@@ -43,6 +45,8 @@ export interface FailureFields {
   item?: string;
   kind?: string;
   name?: string;
+  /** The ServiceAccount the write was sent as (`namespace/name`); none: espejo's own identity. */
+  serviceAccount?: string;
   /** The HTTP status code and the Status reason (`Forbidden`, `Invalid`), when the API server refused it. */
   code?: number;
   reason?: string;
@@ -63,11 +67,12 @@ export function failure(site: FailureSite): Fail {
   const prefix = siteText(site);
   return (e) => {
     const why = reasonOf(e);
-    const reason = why + missingRightHint(why);
+    const reason = why + missingRightHint(why, site.serviceAccount, site.namespace);
     const fields: FailureFields = {
       item: site.item,
       kind: site.kind,
       name: site.name,
+      ...(site.serviceAccount ? { serviceAccount: site.serviceAccount } : {}),
       ...errorFields(e),
       error: reason,
     };

@@ -3,6 +3,9 @@
  * words (`User "system:serviceaccount:espejo-system:espejo" cannot list resource "secrets" in API group "" at the
  * cluster scope`); the hint appended here says how a cluster admin grants it: the opt-in directory of deploy/ for the
  * kinds deploy/ leaves out on purpose, a small aggregated ClusterRole for any other kind (docs/install.md, "RBAC").
+ * For a SyncConfig that writes as a ServiceAccount (lib/model/identity.ts) the refused user is that ServiceAccount,
+ * and the hint names who grants it what: its team, with a RoleBinding in the target namespace; or, when espejo may
+ * not impersonate it, the cluster admin (deploy/opt-in/delegation).
  * Wording only: whether a failure is retried is decided by its code (lib/sync/failures.ts), never by this text.
  */
 
@@ -17,9 +20,22 @@ const DENIED = /cannot (\S+) resource "([^"]+)" in API group "([^"]*)"/;
 /** The RBAC API's escalation check: a Role or RoleBinding that grants more than espejo holds. */
 const ESCALATION = /attempting to grant RBAC permissions not currently held/;
 
-/** The hint for a failure whose reason is `reason`, beginning with `; `, or "" when the reason is no missing right. */
-export function missingRightHint(reason: string): string {
+/**
+ * The hint for a failure whose reason is `reason`, beginning with `; `, or "" when the reason is no missing right.
+ * `serviceAccount` (`namespace/name`): the write was sent as it, in `namespace`.
+ */
+export function missingRightHint(reason: string, serviceAccount?: string, namespace?: string): string {
   const denied = DENIED.exec(reason);
+  if (denied && denied[1] === "impersonate") {
+    return `; espejo may not act as ${serviceAccount ? `ServiceAccount ${serviceAccount}` : "that user"}: the ` +
+      "cluster admin grants it with kubectl apply -k deploy/opt-in/delegation (docs/delegation.md)";
+  }
+  if (serviceAccount && (denied || ESCALATION.test(reason))) {
+    const [saNamespace, saName] = serviceAccount.split("/");
+    return `; the SyncConfig writes as ServiceAccount ${serviceAccount}: grant it with a RoleBinding in namespace ` +
+      `${namespace ?? "(the target namespace)"} (kubectl create rolebinding ... --serviceaccount ` +
+      `${saNamespace}:${saName}; docs/delegation.md)`;
+  }
   if (denied) {
     const [, , resource, group] = denied;
     const optIn = group === "" ? OPT_IN_KINDS[resource.split("/")[0]] : undefined;

@@ -11,10 +11,22 @@ import type { CachedObject, ExistingObject } from "./cached_object.ts";
 import { failure, type FailureSite, type ItemResult, OwnedByOther } from "./failures.ts";
 import { assess, type Memo } from "./verdict.ts";
 
+/**
+ * Whether SyncConfig `owner` (an owner annotation, which anyone can write) holds this object here against SyncConfig
+ * `claimant`: it has an item for it, and does not yield to `claimant` (Registry.holds: one that writes as a
+ * ServiceAccount yields to one that writes as espejo).
+ */
+export type Claims = (
+  owner: string,
+  claimant: string,
+  resource: ResourceInfo,
+  namespace: string,
+  name: string,
+) => boolean;
+
 /** What the planner may read besides the object itself. */
 export interface PlanView {
-  /** Whether SyncConfig `owner` (an owner annotation, which anyone can write) has an item for this object here. */
-  claims(owner: string, resource: ResourceInfo, namespace: string, name: string): boolean;
+  claims: Claims;
   /** What the server added to espejo's last write of the item (see lib/model/drift.ts, `extrasHash`). */
   serverAdds(itemKey: string): string | undefined;
   /** How long a restore of this object must still wait because of a fight (0: now). */
@@ -114,17 +126,30 @@ export function keysOf(t: SyncTarget, restore = false): ItemKeys {
 }
 
 /** The SyncConfig and namespace of an item. */
-type SiteRef = { cfg: { key: string }; namespace: string };
+type SiteRef = { cfg: { key: string; writeAs?: { serviceAccount: string } }; namespace: string };
 
 /** Where a syncItem fails, for messages and the log: its field, with the object it names in this namespace. */
 export function syncItemSite(ref: SiteRef, item: SyncItemSpec, renderedName?: string): FailureSite {
-  const site = { syncConfig: ref.cfg.key, namespace: ref.namespace, item: `.spec.syncItems[${item.index}]` };
+  const site: FailureSite = {
+    syncConfig: ref.cfg.key,
+    namespace: ref.namespace,
+    item: `.spec.syncItems[${item.index}]`,
+    serviceAccount: ref.cfg.writeAs?.serviceAccount,
+  };
   return item.kind && renderedName ? { ...site, kind: item.kind, name: renderedName } : site;
 }
 
 export function deleteItemSite(ref: SiteRef, item: DeleteItemSpec, renderedName: string): FailureSite {
   const field = `.spec.deleteItems[${item.index}]`;
-  return { syncConfig: ref.cfg.key, namespace: ref.namespace, item: field, kind: item.kind, name: renderedName };
+  const serviceAccount = ref.cfg.writeAs?.serviceAccount;
+  return {
+    syncConfig: ref.cfg.key,
+    namespace: ref.namespace,
+    item: field,
+    kind: item.kind,
+    name: renderedName,
+    serviceAccount,
+  };
 }
 
 export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; memo?: Memo } {
@@ -190,7 +215,9 @@ export function heldByOther(
   t: WriteSite,
   view: Pick<PlanView, "claims">,
 ): string | undefined {
-  return owner && owner !== t.cfgKey && view.claims(owner, t.resource, t.namespace, t.name) ? owner : undefined;
+  return owner && owner !== t.cfgKey && view.claims(owner, t.cfgKey, t.resource, t.namespace, t.name)
+    ? owner
+    : undefined;
 }
 
 /**

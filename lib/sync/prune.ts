@@ -15,6 +15,7 @@ import type { ResourceInfo } from "../kube/discovery.ts";
 import { deepEqual, type ObjectMeta } from "../kube/objects.ts";
 import type { CompileResult } from "../model/syncconfig.ts";
 import { PRUNE_ANNOTATION } from "../model/markers.ts";
+import { SERVICE_ACCOUNT_ANNOTATION } from "../model/identity.ts";
 
 /** Whether pruning is on for a SyncConfig with this metadata: its annotation, else the default. */
 export function pruneEnabled(metadata: ObjectMeta | undefined, pruneDefault: boolean): boolean {
@@ -160,13 +161,14 @@ export function finalizerAction(deleting: boolean, present: boolean, prunes: boo
 }
 
 /**
- * Whether nothing that decides what a SyncConfig syncs or prunes changed: its generation, its deletion, its prune
- * annotation and its finalizers. Status writes (espejo's own, every few seconds in a burst) change none of them.
+ * Whether nothing that decides what a SyncConfig syncs or prunes, or as whom, changed: its generation, its deletion,
+ * its prune and ServiceAccount annotations and its finalizers. Status writes (espejo's own, every few seconds in a burst) change none of them.
  */
 export function sameSpecAndPruning(sc: { metadata?: ObjectMeta }, old: { metadata?: ObjectMeta } | undefined): boolean {
   const a = sc.metadata;
   const b = old?.metadata;
   return a?.generation === b?.generation && a?.deletionTimestamp === b?.deletionTimestamp &&
     a?.annotations?.[PRUNE_ANNOTATION] === b?.annotations?.[PRUNE_ANNOTATION] &&
+    a?.annotations?.[SERVICE_ACCOUNT_ANNOTATION] === b?.annotations?.[SERVICE_ACCOUNT_ANNOTATION] &&
     deepEqual(a?.finalizers ?? [], b?.finalizers ?? []);
 }

@@ -5,9 +5,11 @@
  * SyncConfig deleted while espejo was stopped: nothing is known about it until those caches have listed).
  */
 import type { KubeClient } from "../kube/client.ts";
+import type { WriteIdentity } from "../model/identity.ts";
 import { type Discovery, UnknownKindError } from "../kube/discovery.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { Applier } from "./applier.ts";
+import { missingRightHint } from "./missing_right.ts";
 import { errorFields, type FailureFields, type ItemAction, reasonOf } from "./failures.ts";
 import type { PruneCandidate, PrunePlan } from "./prune.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
@@ -57,8 +59,11 @@ export class Pruner {
     return this.caches.namespacesCreatedBy(cfgKey);
   }
 
-  /** Deletes the candidate by uid. Never waits for it to go: a finalizer may hold it, and the unit goes on. */
-  async prune(p: PrunePlan): Promise<PruneResult> {
+  /**
+   * Deletes the candidate by uid, as `writeAs` (the ServiceAccount of the SyncConfig that created it) when given.
+   * Never waits for it to go: a finalizer may hold it, and the unit goes on.
+   */
+  async prune(p: PrunePlan, writeAs?: WriteIdentity): Promise<PruneResult> {
     const { resource, namespace, name, uid } = p.candidate;
     const objectKey = `${namespace}/${name}`;
     // Our own delete: its watch event is not someone else's removal (which a sync would restore, as a fight).
@@ -66,12 +71,16 @@ export class Pruner {
     let deleted = false;
     try {
       // "absent" may be a new object under the name (the uid precondition failed): that one stays in the cache.
-      const done = await this.#applier.delete(resource, namespace, name, uid);
+      const done = await this.#applier.delete(resource, namespace, name, uid, writeAs?.as);
       deleted = done === "deleted";
       return { state: done };
     } catch (e) {
-      const fields = { kind: resource.kind, name, ...errorFields(e) };
-      return { state: "failed", message: `${p.message}: could not delete it: ${reasonOf(e)}`, fields };
+      const serviceAccount = writeAs?.serviceAccount;
+      const why = reasonOf(e);
+      const reason = why + missingRightHint(why, serviceAccount, namespace);
+      const fields = { kind: resource.kind, name, ...(serviceAccount ? { serviceAccount } : {}), ...errorFields(e) };
+      fields.error = reason;
+      return { state: "failed", message: `${p.message}: could not delete it: ${reason}`, fields };
     } finally {
       this.caches.endDelete(resource, objectKey, deleted);
     }

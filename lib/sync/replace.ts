@@ -13,7 +13,7 @@
  * collector), the replace fails as transient ({@link StillDeleting}); the namespace is synced again by the retry and
  * by the object's deletion event.
  */
-import type { KubeClient } from "../kube/client.ts";
+import type { Impersonation, KubeClient } from "../kube/client.ts";
 import { isAlreadyExists, isNotFound } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/objects.ts";
 
@@ -36,6 +36,8 @@ export interface ReplaceRequest {
   uid?: string;
   /** The object to create. */
   body: KubeObject;
+  /** The delete is sent as this user (the SyncConfig's ServiceAccount), as `write` sends the rest. */
+  as?: Impersonation;
   /** Sends a create or update with espejo's field manager. */
   write(method: "POST" | "PUT", path: string, body: KubeObject): Promise<KubeObject>;
   /** The old object is deleted (or being deleted): the caches forget it before its watch events arrive. */
@@ -63,6 +65,7 @@ export async function replaceObject(client: KubeClient, r: ReplaceRequest): Prom
     old = await client.request<KubeObject>({
       method: "DELETE",
       path: r.path,
+      as: r.as,
       body: {
         apiVersion: "v1",
         kind: "DeleteOptions",

@@ -32,7 +32,28 @@ Deno.test("parseConfig defaults match the Go espejo and controller-runtime", () 
     concurrentSyncs: 4,
     watchNamespace: "",
     pruneDefault: false, // the Go espejo never deletes what it created
+    trustedNamespaces: undefined, // delegated mode is an addition: off, as the Go espejo has none
   });
+});
+
+Deno.test("parseConfig reads --trusted-namespaces, else TRUSTED_NAMESPACES, as a checked comma-separated list", () => {
+  const parse = (args: string[], env: Record<string, string> = {}) => parseConfig(args, env).trustedNamespaces;
+  assert.deepEqual(parse(["--trusted-namespaces", "espejo-system, platform,,espejo-system"]), [
+    "espejo-system",
+    "platform",
+  ]);
+  assert.deepEqual(parse([], { TRUSTED_NAMESPACES: "espejo-system" }), ["espejo-system"]);
+  assert.deepEqual(parse(["--trusted-namespaces=platform"], { TRUSTED_NAMESPACES: "espejo-system" }), ["platform"]);
+  assert.equal(parse(["--trusted-namespaces="], { TRUSTED_NAMESPACES: "espejo-system" }), undefined);
+  assert.equal(parse([], { TRUSTED_NAMESPACES: " " }), undefined);
+  assert.throws(
+    () => parse(["--trusted-namespaces", "espejo-system,Team_A"]),
+    /--trusted-namespaces "espejo-system,Team_A": "Team_A" is not a namespace name: it must consist of lowercase/,
+  );
+  assert.throws(
+    () => parse([], { TRUSTED_NAMESPACES: "a/b" }),
+    /environment variable TRUSTED_NAMESPACES "a\/b": "a\/b" is not a namespace name/,
+  );
 });
 
 Deno.test("parseConfig: --metrics-secure and --metrics-cert-path", () => {

@@ -161,3 +161,76 @@ Deno.test("contradictions: a contested item carries the object it names, rendere
   const { kind, name } = found.get("espejo/sync")!.get(".spec.syncItems[0]")!;
   assert.deepEqual({ kind, name }, { kind: "ConfigMap", name: "cm-team-a" });
 });
+
+/** A team's SyncConfig in namespace `team`, writing as its ServiceAccount `writer`. */
+function teamConfig(name: string, spec: Spec): CompiledSyncConfig {
+  const r = compileSyncConfig({
+    metadata: {
+      namespace: "team",
+      name,
+      generation: 1,
+      uid: name,
+      annotations: { "sync.appuio.ch/service-account": "writer" },
+    },
+    spec: { namespaceSelector: { matchNames: [".*"] }, ...spec } as never,
+  });
+  if (!r.ok) throw new Error(r.message);
+  return r.config;
+}
+
+const YIELDS = "this SyncConfig writes as a ServiceAccount and yields to one that writes as espejo";
+
+const rankCases: { name: string; configs: CompiledSyncConfig[]; want: string[] }[] = [
+  {
+    name: "a team's deleteItem does not switch off the platform's syncItem: only the team's item fails",
+    configs: [
+      config("platform", { syncItems: [policy("networking.k8s.io/v1", "deny-all")] }),
+      teamConfig("mine", { deleteItems: [del("networking.k8s.io/v1", "NetworkPolicy", "deny-all")] }),
+    ],
+    want: [
+      "team/mine .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/platform, which syncs " +
+      `the same object: ${YIELDS}`,
+    ],
+  },
+  {
+    name: "a team's syncItem does not switch off the platform's deleteItem",
+    configs: [
+      config("platform", { deleteItems: [del("v1", "ConfigMap", "legacy")] }),
+      teamConfig("mine", { syncItems: [cm("legacy")] }),
+    ],
+    want: [
+      "team/mine .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig espejo/platform, which deletes " +
+      `the same object: ${YIELDS}`,
+    ],
+  },
+  {
+    name: "two teams contradicting each other: neither, as between two platform SyncConfigs",
+    configs: [
+      teamConfig("a", { deleteItems: [del("v1", "ConfigMap", "x")] }),
+      teamConfig("b", { syncItems: [cm("x")] }),
+    ],
+    want: [
+      `team/a .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig team/b, which syncs the same object: ${NEITHER}`,
+      `team/b .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig team/a, which deletes the same object: ${NEITHER}`,
+    ],
+  },
+  {
+    name: "two platform SyncConfigs contradicting each other and a team's: both platform items fail, and the team's",
+    configs: [
+      config("p1", { deleteItems: [del("v1", "ConfigMap", "x")] }),
+      config("p2", { syncItems: [cm("x")] }),
+      teamConfig("t", { deleteItems: [del("v1", "ConfigMap", "x")] }),
+    ],
+    want: [
+      `espejo/p1 .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/p2, which syncs the same object: ${NEITHER}`,
+      `espejo/p2 .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig espejo/p1, which deletes the same object: ${NEITHER}`,
+      `team/t .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/p2, which syncs the same object: ${YIELDS}`,
+    ],
+  },
+];
+
+for (const { name, configs, want } of rankCases) {
+  Deno.test(`contradictions between a team's and the platform's SyncConfigs: ${name}`, () => {
+    assert.deepEqual(contested(configs), want.sort());
+  });
+}

@@ -56,3 +56,47 @@ for (const [name, reason, hint] of CASES) {
     else assert.match(missingRightHint(reason), hint);
   });
 }
+
+const TEAM = 'User "system:serviceaccount:team:writer"';
+/** A SyncConfig that writes as ServiceAccount team/writer, in namespace team-a: [name, reason, hint]. */
+const DELEGATED: [string, string, RegExp | ""][] = [
+  [
+    "a write the ServiceAccount may not make: its team grants it, in the target namespace",
+    `the API server refused it (403 Forbidden: configmaps is forbidden: ${TEAM} cannot create resource ` +
+    '"configmaps" in API group "" in the namespace "team-a")',
+    /^; the SyncConfig writes as ServiceAccount team\/writer: grant it with a RoleBinding in namespace team-a \(kubectl create rolebinding \.\.\. --serviceaccount team:writer; docs\/delegation\.md\)$/,
+  ],
+  [
+    "a Secret: still the team's grant, not espejo's opt-in",
+    `the API server refused it (403 Forbidden: secrets "creds" is forbidden: ${TEAM} cannot create resource ` +
+    '"secrets" in API group "" in the namespace "team-a")',
+    /grant it with a RoleBinding in namespace team-a/,
+  ],
+  [
+    "a RoleBinding granting more than the ServiceAccount holds",
+    'the API server refused it (403 Forbidden: rolebindings.rbac.authorization.k8s.io "view" is forbidden: user ' +
+    '"system:serviceaccount:team:writer" (groups=["system:serviceaccounts"]) is attempting to grant RBAC ' +
+    'permissions not currently held:\n{APIGroups:[""], Resources:["pods"], Verbs:["get"]})',
+    /ServiceAccount team\/writer: grant it with a RoleBinding in namespace team-a/,
+  ],
+  [
+    "espejo may not impersonate the ServiceAccount: the cluster admin's opt-in",
+    `the API server refused it (403 Forbidden: serviceaccounts "writer" is forbidden: ${SA} cannot impersonate ` +
+    'resource "serviceaccounts" in API group "" in the namespace "team")',
+    /^; espejo may not act as ServiceAccount team\/writer: the cluster admin grants it with kubectl apply -k deploy\/opt-in\/delegation \(docs\/delegation\.md\)$/,
+  ],
+  [
+    "espejo may not set the extra",
+    `the API server refused it (403 Forbidden: userextras.authentication.k8s.io "team/cfg" is forbidden: ${SA} ` +
+    'cannot impersonate resource "userextras/sync.appuio.ch/syncconfig" in API group "authentication.k8s.io")',
+    /kubectl apply -k deploy\/opt-in\/delegation/,
+  ],
+  ["an invalid object", 'the API server refused it (422 Invalid: ConfigMap "c" is invalid)', ""],
+];
+
+for (const [name, reason, hint] of DELEGATED) {
+  Deno.test(`missingRightHint as a ServiceAccount: ${name}`, () => {
+    if (hint === "") assert.equal(missingRightHint(reason, "team/writer", "team-a"), "");
+    else assert.match(missingRightHint(reason, "team/writer", "team-a"), hint);
+  });
+}

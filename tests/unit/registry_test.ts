@@ -55,3 +55,53 @@ Deno.test("Registry: an invalid SyncConfig is kept but selects nothing", () => {
   assert.deepEqual(r.selecting(ns("team-x")), []);
   assert.deepEqual([...r.valid()], []);
 });
+
+/** A SyncConfig of namespace `namespace` with the ServiceAccount annotation `serviceAccount` (none: undefined). */
+function teamSc(namespace: string, name: string, serviceAccount?: string, generation = 1): SyncConfig {
+  const annotations = serviceAccount === undefined ? undefined : { "sync.appuio.ch/service-account": serviceAccount };
+  return { metadata: { namespace, name, generation, uid: `uid-${name}`, annotations }, spec } as SyncConfig;
+}
+
+Deno.test("Registry compiles again when the ServiceAccount annotation changes, though the generation does not", () => {
+  const r = new Registry<ReturnType<typeof ns>>();
+  r.compile("team/a", teamSc("team", "a"));
+  assert.equal(r.isCurrent("team/a", teamSc("team", "a", "writer")), false);
+  const { entry, changed } = r.compile("team/a", teamSc("team", "a", "writer"));
+  assert.equal(changed, true);
+  assert.equal(entry.result.ok && entry.result.config.writeAs?.username, "system:serviceaccount:team:writer");
+  assert.equal(r.compile("team/a", teamSc("team", "a", "writer")).changed, false);
+  assert.equal(r.compile("team/a", teamSc("team", "a")).changed, true, "the annotation removed");
+});
+
+Deno.test("Registry in delegated mode: a SyncConfig outside the trusted namespaces needs a ServiceAccount", () => {
+  const r = new Registry<ReturnType<typeof ns>>(undefined, { trustedNamespaces: ["espejo"] });
+  assert.equal(r.compile("espejo/a", teamSc("espejo", "a")).entry.result.ok, true);
+  const { entry } = r.compile("team/b", teamSc("team", "b"));
+  assert.equal(entry.result.ok, false);
+  assert.match(
+    !entry.result.ok ? entry.result.message : "",
+    /^SyncConfig team\/b: names no ServiceAccount to write as, and its namespace team is not trusted \(--trusted-namespaces espejo\): annotate it with sync\.appuio\.ch\/service-account: <name>/,
+  );
+  assert.deepEqual(r.selecting(ns("team-x")), ["espejo/a"], "the Invalid one selects nothing");
+  assert.equal(r.compile("team/b", teamSc("team", "b", "writer")).entry.result.ok, true);
+});
+
+Deno.test("Registry.holds: a SyncConfig that writes as a ServiceAccount yields to one that writes as espejo", () => {
+  const r = new Registry<ReturnType<typeof ns>>();
+  r.compile("espejo/platform", teamSc("espejo", "platform"));
+  r.compile("espejo/other", teamSc("espejo", "other"));
+  r.compile("team/a", teamSc("team", "a", "writer"));
+  r.compile("team/b", teamSc("team", "b", "writer"));
+  const owners = ["espejo/platform", "espejo/other", "team/a", "team/b"];
+  // [owner, claimant, holds]
+  const table: [string, string, boolean][] = [
+    ["espejo/platform", "espejo/other", true],
+    ["espejo/platform", "team/a", true],
+    ["team/a", "espejo/platform", false],
+    ["team/a", "team/b", true],
+  ];
+  for (const [owner, claimant, holds] of table) {
+    assert.equal(r.holds(owner, claimant, owners), holds, `${owner} against ${claimant}`);
+  }
+  assert.equal(r.holds("espejo/platform", "team/a", ["team/a"]), false, "no item for the object: holds nothing");
+});
