@@ -26,6 +26,8 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   user: { username: string; groups?: string[] };
+  /** The user the request was sent as (impersonation), with its extras. */
+  impersonatedUser?: { username: string; groups?: string[]; extra?: Record<string, string[]> };
   objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
   responseStatus?: { code?: number };
   stage: string;

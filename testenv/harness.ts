@@ -36,6 +36,8 @@ export async function startController(
     optIn?: OptIn[];
     /** The ClusterRole the controller is bound to: deploy/'s, or a copy (testenv/espejo_rbac.ts). */
     manager?: ManagerRole;
+    /** `--trusted-namespaces`: delegated mode (lib/model/identity.ts). */
+    trustedNamespaces?: string[];
   },
 ): Promise<RunningController> {
   const admin = clientFor(c);
@@ -61,6 +63,7 @@ export async function startController(
     fullCompareIntervalMs: opts.fullCompareIntervalMs,
     concurrentSyncs: 4, // as deployed
     pruneDefault: opts.pruneDefault,
+    trustedNamespaces: opts.trustedNamespaces,
     metrics,
   });
   const stopper = new AbortController();

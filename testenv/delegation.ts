@@ -1,0 +1,61 @@
+/**
+ * deploy/opt-in/delegation applied for a test's espejo, as a cluster admin applies it for deploy/'s: its
+ * ClusterRoles, and its bindings with the test's espejo ServiceAccount as subject and the test's suffix in their
+ * names (the tests of a run share one API server). `narrowTo`: instead of the cluster-wide ServiceAccount binding,
+ * one RoleBinding in each of these namespaces, as docs/delegation.md shows for limiting which namespaces delegate.
+ */
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
+import type { HttpKubeClient } from "../lib/kube/client.ts";
+import type { KubeObject } from "../lib/kube/objects.ts";
+import { applyObject } from "./apply.ts";
+import { repoRoot } from "./build.ts";
+import type { Identity } from "./controlplane.ts";
+
+type Binding = KubeObject & { roleRef: { name: string }; subjects: unknown[] };
+
+/** Applies the opt-in for `espejo` (a ServiceAccount's identity); returns what removes it again. */
+export async function delegationFor(
+  admin: HttpKubeClient,
+  espejo: Identity,
+  suffix: string,
+  narrowTo?: string[],
+): Promise<() => Promise<void>> {
+  const [, , namespace, name] = espejo.username.split(":");
+  const dir = join(repoRoot, "deploy", "opt-in", "delegation");
+  const docs: KubeObject[] = [];
+  for await (const f of Deno.readDir(dir)) {
+    if (!f.name.endsWith(".yaml") || f.name === "kustomization.yaml") continue;
+    const text = await Deno.readTextFile(join(dir, f.name));
+    docs.push(...parseAllDocuments(text).map((d) => d.toJSON() as KubeObject).filter((o) => o?.kind));
+  }
+  const subjects = [{ kind: "ServiceAccount", name, namespace }];
+  const applied: string[] = [];
+  for (const doc of docs) {
+    if (doc.kind === "ClusterRole") {
+      await applyObject(admin, doc); // the same rules for every test: applied as they are
+      continue;
+    }
+    const binding = doc as Binding;
+    const role = binding.roleRef.name;
+    if (narrowTo && role.includes("serviceaccounts")) {
+      for (const ns of narrowTo) {
+        await applyObject(admin, {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: `${role}-${suffix}`, namespace: ns },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+          subjects,
+        } as KubeObject);
+        applied.push(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/${role}-${suffix}`);
+      }
+      continue;
+    }
+    const renamed = `${binding.metadata!.name}-${suffix}`;
+    await applyObject(admin, { ...binding, metadata: { name: renamed }, subjects } as KubeObject);
+    applied.push(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${renamed}`);
+  }
+  return async () => {
+    for (const path of applied) await admin.request({ method: "DELETE", path }).catch(() => {});
+  };
+}
