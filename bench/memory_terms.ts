@@ -275,6 +275,26 @@ for (const prunes of [false, true]) {
       return schedule;
     }),
   );
+  // A SyncConfig that writes as a ServiceAccount keeps its identity beside its compile result: the difference of the
+  // same SyncConfig compiled with and without the annotation.
+  const annotated = (i: number, sa: boolean): SyncConfig => {
+    const sc = benchSyncConfig(i) as SyncConfig;
+    const metadata = { ...sc.metadata, name: `cfg-${i}`, namespace: `team-${i}` };
+    if (sa) metadata.annotations = { ...metadata.annotations, "sync.appuio.ch/service-account": "writer" };
+    return { ...sc, metadata };
+  };
+  const SYNC_CONFIGS = 2000;
+  const plain = await bytesPer(SYNC_CONFIGS, () => {
+    const r = new Registry<NamespaceInfo>();
+    for (let i = 0; i < SYNC_CONFIGS; i++) r.compile(`team-${i}/cfg-${i}`, annotated(i, false));
+    return r;
+  });
+  const withIdentity = await bytesPer(SYNC_CONFIGS, () => {
+    const r = new Registry<NamespaceInfo>();
+    for (let i = 0; i < SYNC_CONFIGS; i++) r.compile(`team-${i}/cfg-${i}`, annotated(i, true));
+    return r;
+  });
+  row("SyncConfig's identity (a ServiceAccount named), beyond its compile result", withIdentity - plain);
   stop.abort();
 }
 

@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
-import type { KubeObject } from "../../lib/kube/objects.ts";
 import type { AuditEvent } from "../../testenv/controlplane.ts";
 import { delegationFor } from "../../testenv/delegation.ts";
 import {
