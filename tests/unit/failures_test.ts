@@ -76,3 +76,30 @@ Deno.test("failure for a missing right says how to grant it, in the status and i
     );
   }
 });
+
+Deno.test("failure of a write sent as a SyncConfig's ServiceAccount names it in the log fields, status and hint", () => {
+  const site = {
+    syncConfig: "team/cfg",
+    namespace: "team-3",
+    item: ".spec.syncItems[0]",
+    kind: "ConfigMap",
+    name: "c",
+    serviceAccount: "team/writer",
+  };
+  const result = failure(site)(
+    new ApiError(
+      403,
+      "Forbidden",
+      'configmaps is forbidden: User "system:serviceaccount:team:writer" cannot create resource "configmaps" in ' +
+        'API group "" in the namespace "team-3"',
+    ),
+  );
+  assert.equal(result.fields?.serviceAccount, "team/writer");
+  assert.equal(result.terminal, true, "a missing right waits for a change");
+  for (const text of [result.message, result.fields?.error]) {
+    assert.match(
+      text ?? "",
+      /User "system:serviceaccount:team:writer" cannot create resource "configmaps" .*; the SyncConfig writes as ServiceAccount team\/writer: grant it with a RoleBinding in namespace team-3/,
+    );
+  }
+});
