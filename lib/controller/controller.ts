@@ -5,7 +5,8 @@
  * targeted namespace (2) every `--reconcile-interval`. The queue never hands out a key twice at once, so two syncs
  * never write one namespace at the same time, and a new namespace waits for at most one unit of a full pass. The
  * unit of work is namespace_unit.ts, a SyncConfig change config_changes.ts; statuses are written beside the workers
- * (status_writer.ts).
+ * (status_writer.ts). With leader election, a replica that does not hold the Lease stands by (standby.ts): it fills
+ * its caches as a leader's (warm_caches.ts) and writes nothing (standby_client.ts) until it takes the Lease.
  */
 import { getLogger } from "@logtape/logtape";
 import type { Reflector } from "../kube/reflector.ts";
@@ -20,6 +21,7 @@ import { WorkQueue } from "./queue.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { LabelKeys } from "../model/label_keys.ts";
 import { notSyncedReason, watchNamespaces, watchSyncConfigs, WatchTrouble } from "./watches.ts";
+import { writesWhenLeading } from "./standby_client.ts";
 import { PRIORITIES, PRIORITY, type Trigger, type WorkItem, workKey } from "./work_items.ts";
 
 export type { ControllerOptions, NamespaceInfo };
@@ -43,11 +45,11 @@ export class Controller {
   readonly #stop = new AbortController();
   /** Every other part, built once here (parts.ts); the watches' handlers and the timer use them. */
   readonly #parts: ControllerParts;
-  /** Set once this process leads (or runs without leader election) and its workers start. */
-  #leading = false;
 
   constructor(private readonly opts: ControllerOptions) {
-    const { client, metrics } = opts;
+    const { metrics } = opts;
+    // Every part writes through this client: nothing is written before this replica leads.
+    const client = writesWhenLeading(opts.client, () => this.#parts.standby.leading);
     const trouble = new WatchTrouble(metrics);
     this.queue.onAdd = (key, tag) => metrics.compat.added(key, tag);
     const labelKeys = new LabelKeys();
@@ -61,7 +63,7 @@ export class Controller {
       if (type === "deleted" || !sameSpecAndPruning(sc, old)) this.#syncConfigChanged(keyOf(sc));
     });
     this.#parts = buildParts({
-      opts,
+      opts: { ...opts, client },
       signal: this.#stop.signal,
       namespaces: this.namespaces,
       syncConfigs: this.syncConfigs,
@@ -92,7 +94,7 @@ export class Controller {
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
   async run(signal: AbortSignal): Promise<void> {
     const { metrics } = this.opts;
-    const { statusWriter, workers } = this.#parts;
+    const { standby, statusWriter, warm, workers } = this.#parts;
     metrics.reconcileInterval.set(this.opts.reconcileIntervalMs / 1000);
     const stop = () => {
       this.#stop.abort();
@@ -106,11 +108,19 @@ export class Controller {
     if (signal.aborted) return;
     const sizes = { namespaces: this.namespaces.size, syncConfigs: this.syncConfigs.size };
     log.info("Caches synced: {namespaces} namespaces, {syncConfigs} SyncConfigs", sizes);
+    // Before the Lease: a standby compiles, fills and judges as a leader does, so that it acts at once when it leads.
+    standby.watch();
+    warm.start();
     await (this.opts.leadership?.(signal) ?? Promise.resolve());
     // Passes start now: the stall alert counts from here (a standby that just took over is not stalled).
     metrics.lastFullPass.set(Date.now() / 1000);
     if (signal.aborted) return;
-    this.#leading = true;
+    // What changed while standing by goes first (a namespace event's priority), the latest change first.
+    const changed = standby.lead();
+    if (changed.length) {
+      log.info("Leading: {count} namespaces that changed while standing by go first", { count: changed.length });
+    }
+    for (const name of changed) this.#namespaceChanged(name);
     metrics.compat.started(this.opts.reconcileIntervalMs > 0, Math.max(1, this.opts.concurrentSyncs ?? 1));
     for (const sc of this.syncConfigs.values()) this.#enqueue({ kind: "syncConfig", key: keyOf(sc) }, "syncconfig");
     const timer = runIntervalPasses(signal, this.opts.reconcileIntervalMs, () => this.#startPass());
@@ -126,8 +136,9 @@ export class Controller {
     // Also when one appears or goes: whether an object's owner exists decides whether it may be adopted.
     this.#parts.freshness.changedEverywhere();
     this.#enqueue({ kind: "syncConfig", key }, "syncconfig");
-    // Compiled now (a leader only: it may write Events): its status must not wait for a free worker.
-    if (this.#leading) this.#parts.configs.noticed(key);
+    // Compiled now: its status must not wait for a free worker; a standby's caches judge by it.
+    if (this.#parts.standby.leading) this.#parts.configs.noticed(key);
+    else this.#parts.warm.syncConfigChanged(key);
   }
 
   /** One interval pass: every targeted namespace that is not fresh, unless the previous pass is still running. */
@@ -168,8 +179,9 @@ export class Controller {
   }
 
   #namespaceChanged(name: string): void {
-    const { freshness, registry, statusWriter } = this.#parts;
+    const { freshness, registry, standby, statusWriter } = this.#parts;
     freshness.changedIn(name);
+    if (standby.held(name)) return; // queued when this replica leads
     if (registry.size === 0) return;
     const ns = this.namespaces.get(name);
     // A namespace no SyncConfig selects or counted before has nothing to sync (a SyncConfig that changes queues

@@ -2,7 +2,8 @@
  * The controller's parts, built once at its start, in the order they depend on each other: the books that need
  * nothing (and the standby's state, standby.ts), the status writer, the caches of the kinds items name, then what
  * uses the caches (executor, pruner, pruning), what a SyncConfig change and a namespace unit set off, the caches'
- * warm-up (warm_caches.ts), and the workers; last, every book of per-key state is registered (key_books.ts). Each part is handed the parts it uses, never a getter for one made later.
+ * warm-up (warm_caches.ts), and the workers; last, every book of per-key state is registered (key_books.ts). Each
+ * part is handed the parts it uses, never a getter for one made later.
  *
  * What the controller itself keeps (the two watches, the queue, the interval pass) comes in as {@link PartsBase}:
  * their handlers are the controller's scheduling, which uses these parts.

@@ -1,7 +1,7 @@
 /**
- * Caches of the objects the controller writes or deletes, one per resource, started on first use (a sync that
- * needs one waits for its first list, which is therefore not reported as changes) and stopped when no item names
- * that resource any more:
+ * Caches of the objects the controller writes or deletes, one per resource, started on first use or ahead of it (a
+ * replica that stands by fills them before it leads; a sync that needs one waits for its first list, which is
+ * therefore not reported as changes) and stopped when no item names that resource any more:
  * - managed objects: those carrying our label, in the compact form of {@link CachedObject}. Anyone can put the
  *   label on their own objects, so only objects an item names keep content; the others keep their identity;
  * - deletion candidates: metadata only (name, namespace, uid) of every object of a kind named in `deleteItems`,
@@ -43,6 +43,12 @@ export interface CacheEvents {
     name: string,
     content: KubeObject,
   ) => boolean;
+  /**
+   * Whether watch events are judged as they arrive too, not only an initial state (judged_on_arrival.ts): true on a
+   * replica that does not lead, where no unit comes to merge a burst of changes into one judgement, and content kept
+   * until it leads would grow with every change.
+   */
+  judgeEvents?: () => boolean;
 }
 
 const namespaceOf = (objectKey: string) => objectKey.slice(0, Math.max(0, objectKey.indexOf("/")));
@@ -88,7 +94,7 @@ export class ResourceCaches {
             previous,
             wanted,
             reply !== true,
-            judge && judgedOnArrival(initial === true, writing)
+            judge && (judgedOnArrival(initial === true, writing) || (!writing && this.events.judgeEvents?.() === true))
               ? (entry, content) => judge(r, entry, namespace, name, content)
               : undefined,
           );
