@@ -38,12 +38,14 @@ export async function startController(
     manager?: ManagerRole;
     /** `--trusted-namespaces`: delegated mode (lib/model/identity.ts). */
     trustedNamespaces?: string[];
+    /** Where espejo's ServiceAccount lives (deploy/'s: espejo-system); default: `watchNamespace`. */
+    identityNamespace?: string;
   },
 ): Promise<RunningController> {
   const admin = clientFor(c);
   const manager = opts.manager ?? DEPLOYED;
   for (const what of opts.optIn ?? []) await optIn(admin, what, manager);
-  const identity = await espejoIdentity(admin, opts.watchNamespace, { manager });
+  const identity = await espejoIdentity(admin, opts.identityNamespace ?? opts.watchNamespace, { manager });
   admin.close();
   const metrics = new Metrics(opts.processMetrics);
   const client = new HttpKubeClient({
