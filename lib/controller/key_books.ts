@@ -6,7 +6,6 @@
  */
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Executor } from "../sync/executor.ts";
-import type { ConfigChanges } from "./config_changes.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { Freshness } from "./freshness.ts";
 import type { Registry } from "../model/registry.ts";
@@ -14,7 +13,6 @@ import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
-import type { Workers } from "./worker.ts";
 
 /** How one book forgets; a book keyed by one kind of key only has that one. */
 export interface Forgets {
@@ -58,8 +56,9 @@ export interface ControllerBooks {
   ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
   statusWriter: Pick<StatusWriter, "changed" | "finished" | "forgetConfig">;
   syncEvents: Pick<SyncEvents, "forget">;
-  configs: Pick<ConfigChanges, "forgetConfig">;
-  workers: Pick<Workers, "forgetNamespace" | "forgetConfig">;
+  /** ConfigChanges and Workers, by shape: they hold the books, and name this file (no import back). */
+  configs: { forgetConfig(cfgKey: string): void };
+  workers: { forgetNamespace(namespace: string): void; forgetConfig(cfgKey: string): void };
   executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
   caches: Pick<ResourceCaches, "forgetNamespace">;
   metrics: Pick<Metrics, "items" | "invalid" | "delegatedRequests">;

@@ -10,7 +10,7 @@
 import type { WatchEvent } from "./client.ts";
 import { ApiError } from "./errors.ts";
 import type { KubeObject } from "./objects.ts";
-import type { ChangeHandler } from "./reflector.ts";
+import type { ChangeHandler } from "./reflector_options.ts";
 import type { Entry, ObjectStore } from "./store.ts";
 
 export const objectKey = (o: KubeObject): string =>

@@ -22,40 +22,13 @@ import {
 } from "./initial_state.ts";
 import { listEach } from "./list.ts";
 import { isAtLeast, isOlder } from "./resource_version.ts";
-import { ObjectStore, type Packing } from "./store.ts";
+import { ObjectStore } from "./store.ts";
 import { decodingSafely } from "./safe_decode.ts";
+import type { ChangeHandler, ChangeType, ReflectorOptions } from "./reflector_options.ts";
 
 export { objectKey };
 
-export type ChangeType = "added" | "modified" | "deleted";
-/** `key` is `namespace/name` (or `name` for cluster-scoped objects). */
-export type ChangeHandler<T> = (type: ChangeType, obj: T, old: T | undefined, key: string) => void;
-
-export interface ReflectorOptions<T> {
-  /** Collection path, e.g. `/api/v1/namespaces` or `/apis/rbac.authorization.k8s.io/v1/roles`. */
-  path: string;
-  labelSelector?: string;
-  /** Ask for PartialObjectMetadata only (names and labels, no content). */
-  metadataOnly?: boolean;
-  /**
-   * Turns a raw object into what is cached (drop what is not needed); undefined skips the object. `previous` is the
-   * cached value of the same object (same uid), if any, so that what was learnt about it can carry over. `reply`
-   * is set for an object given to {@link Reflector.upsert} (one the caller holds and deals with at once), unset for
-   * one that came from a list or watch; `initial` for one of an initial state (the first list, a relist after 410
-   * Gone), where every object arrives at once, unset for a watch event after it.
-   */
-  decode: (raw: KubeObject, previous: T | undefined, reply?: boolean, initial?: boolean) => T | undefined;
-  onChange?: ChangeHandler<T>;
-  /** Told about list/watch failures and restarts (for logs and metrics). */
-  onError?: (error: unknown, willRetryInMs: number) => void;
-  onWatchRestart?: (reason: string) => void;
-  /** Objects a page when the server serves no WatchList. Default 100 (each page is read item by item anyway). */
-  pageSize?: number;
-  /** A watch with no event (bookmarks included) for this long is restarted. Default 150 s. */
-  idleTimeoutMs?: number;
-  /** How a value that has settled is kept as one string (see store.ts); without it values are kept as they are. */
-  packing?: Packing<T>;
-}
+export type { ChangeHandler, ChangeType, ReflectorOptions };
 
 const METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 const METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";

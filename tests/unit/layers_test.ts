@@ -92,3 +92,44 @@ Deno.test("bench/ imports nothing from tests/: what bench and tests share lives 
   }
   assert.deepEqual(wrong, []);
 });
+
+/** The import cycles of lib/ (type imports too): each a list of files that import one another round. */
+function importCycles(): string[][] {
+  const graph = new Map<string, string[]>();
+  for (const f of files(lib)) graph.set(relative(lib, f), importsOf(f).map((t) => relative(lib, t)));
+  // Tarjan's strongly connected components: a component of more than one file, or a file importing itself, is a cycle.
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || graph.get(v)!.includes(v)) cycles.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return cycles;
+}
+
+Deno.test("layers: no import cycle in lib/, type imports included (a reader can start at the bottom)", () => {
+  assert.deepEqual(importCycles(), []);
+});
