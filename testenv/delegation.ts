@@ -11,6 +11,8 @@ import type { KubeObject } from "../lib/kube/objects.ts";
 import { applyObject } from "./apply.ts";
 import { repoRoot } from "./build.ts";
 import type { Identity } from "./controlplane.ts";
+import { createNamespace } from "./harness.ts";
+import { uniqueName } from "./shared.ts";
 
 type Binding = KubeObject & { roleRef: { name: string }; subjects: unknown[] };
 
@@ -58,4 +60,82 @@ export async function delegationFor(
   return async () => {
     for (const path of applied) await admin.request({ method: "DELETE", path }).catch(() => {});
   };
+}
+
+const RBAC_API = "/apis/rbac.authorization.k8s.io/v1";
+
+/** A team: its namespace (where espejo reads SyncConfigs), ServiceAccount `writer`, and target namespaces. */
+export interface Team {
+  namespace: string;
+  writer: string;
+  targets: string[];
+  label: string;
+}
+
+/**
+ * Team namespace and `count` target namespaces labelled for selection; ServiceAccount `writer` may write ConfigMaps,
+ * NetworkPolicies and RoleBindings (of ClusterRole view) in the first `allowed` targets only.
+ */
+export async function createTeam(admin: HttpKubeClient, count: number, allowed: number): Promise<Team> {
+  const namespace = uniqueName("team");
+  const label = uniqueName("sel");
+  await createNamespace(admin, namespace);
+  await admin.request({
+    method: "POST",
+    path: `/api/v1/namespaces/${namespace}/serviceaccounts`,
+    body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "writer" } },
+  });
+  const targets: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const ns = `${label}-${i + 1}`;
+    await createNamespace(admin, ns, { [label]: "yes" });
+    targets.push(ns);
+  }
+  for (const ns of targets.slice(0, allowed)) {
+    await admin.request({
+      method: "POST",
+      path: `${RBAC_API}/namespaces/${ns}/roles`,
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "Role",
+        metadata: { name: "espejo-writer" },
+        rules: [
+          {
+            apiGroups: [""],
+            resources: ["configmaps"],
+            verbs: ["get", "create", "update", "delete"],
+          },
+          {
+            apiGroups: ["networking.k8s.io"],
+            resources: ["networkpolicies"],
+            verbs: ["get", "create", "update", "delete"],
+          },
+          {
+            apiGroups: ["rbac.authorization.k8s.io"],
+            resources: ["rolebindings"],
+            verbs: ["get", "create", "update", "delete"],
+          },
+          // A RoleBinding may name a role whose rights the writer does not hold only with bind on it.
+          {
+            apiGroups: ["rbac.authorization.k8s.io"],
+            resources: ["clusterroles"],
+            resourceNames: ["view"],
+            verbs: ["bind"],
+          },
+        ],
+      },
+    });
+    await admin.request({
+      method: "POST",
+      path: `${RBAC_API}/namespaces/${ns}/rolebindings`,
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "espejo-writer" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "espejo-writer" },
+        subjects: [{ kind: "ServiceAccount", name: "writer", namespace }],
+      },
+    });
+  }
+  return { namespace, writer: `system:serviceaccount:${namespace}:writer`, targets, label };
 }

@@ -19,9 +19,12 @@ import { type NamespaceRule, readManifests } from "../plan/input.ts";
 import { planSnapshot } from "../plan/plan.ts";
 import { exitCodeOf, type PlanReport, renderJson, renderText } from "../plan/render.ts";
 import { missingRights, neededRights } from "../plan/rights.ts";
+import { reviewServiceAccounts } from "../plan/service_account_review.ts";
+import { serviceAccountRights } from "../plan/service_account_rights.ts";
 import { takeSnapshot } from "../plan/snapshot.ts";
 import { readSources } from "../plan/sources.ts";
 import { namespaceNameProblem } from "./config.ts";
+import { parseNamespaceList } from "./namespace_names.ts";
 
 const DEFAULT_IDENTITY = "system:serviceaccount:espejo-system:espejo";
 const TRUE_SPELLINGS = new Set(["1", "t", "T", "TRUE", "true", "True"]);
@@ -78,6 +81,14 @@ function buildPlanCommand(): Command {
           "$WATCH_NAMESPACE; empty: every namespace)",
       ),
     )
+    .addOption(
+      new Option(
+        "--trusted-namespaces <namespaces>",
+        "as the controller's --trusted-namespaces (delegated mode): only SyncConfigs of these namespaces " +
+          "(comma-separated) may write as espejo; one elsewhere writes as the ServiceAccount its annotation " +
+          "sync.appuio.ch/service-account names, and is Invalid without it (default: $TRUSTED_NAMESPACES; empty: off)",
+      ),
+    )
     .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
     .addOption(
       new Option("--target-namespace <namespace>", "plan only this target namespace (repeatable)").argParser(collect)
@@ -90,7 +101,13 @@ function buildPlanCommand(): Command {
           "=false compares by espejo's rules (default: a dry run where the identity may)",
       ),
     )
-    .addOption(booleanFlag("check-rights", "review the rights of --controller-identity for this plan").default(false))
+    .addOption(
+      booleanFlag(
+        "check-rights",
+        "review the rights of --controller-identity for this plan, and of each ServiceAccount a planned SyncConfig " +
+          "writes as, in each namespace the plan writes to",
+      ).default(false),
+    )
     .addOption(
       new Option("--controller-identity <user>", "whose rights --check-rights reviews").default(DEFAULT_IDENTITY),
     )
@@ -123,6 +140,7 @@ export async function runPlan(args: string[], env: Record<string, string | undef
     if (o.namespace !== undefined && namespaceNameProblem(o.namespace)) {
       throw new Error(`-n ${JSON.stringify(o.namespace)} is not a namespace name`);
     }
+    const trusted = trustedNamespaces(o.trustedNamespaces, env);
     const files = await syncConfigsOfFiles(o.filename, o.recursive === true, {
       flag: o.namespace,
       watch: watchNamespace || undefined,
@@ -138,7 +156,7 @@ export async function runPlan(args: string[], env: Record<string, string | undef
     const result = await planSnapshot(snapshot, o.pruneDefault === true, {
       files: o.filename.length > 0,
       all: o.all === true,
-    });
+    }, { trustedNamespaces: trusted?.namespaces });
     const user = await currentUser(client);
     const comparison = await chooseComparison(client, o.serverDryRun, result.configs.flatMap((c) => c.entries), user);
     for (const c of result.configs) {
@@ -153,11 +171,13 @@ export async function runPlan(args: string[], env: Record<string, string | undef
       syncConfigsFrom: watchNamespace
         ? `namespace ${watchNamespace} (${o.watchNamespace === undefined ? "WATCH_NAMESPACE" : "--watch-namespace"})`
         : "every namespace (WATCH_NAMESPACE is empty; the controller of deploy/ reads only its own namespace)",
+      trusted,
       comparison,
     };
     if (o.checkRights === true) {
       const rights = await missingRights(client, o.controllerIdentity, neededRights(snapshot, result.configs));
       report.controller = { identity: o.controllerIdentity, ...rights };
+      report.serviceAccounts = await reviewServiceAccounts(client, serviceAccountRights(snapshot, result.configs));
     }
     console.log(o.output === "json" ? renderJson(report) : renderText(report));
     return exitCodeOf(report);
@@ -166,6 +186,22 @@ export async function runPlan(args: string[], env: Record<string, string | undef
     return 1;
   } finally {
     client?.close();
+  }
+}
+
+/** Delegated mode's trusted namespaces, from the flag, else TRUSTED_NAMESPACES, checked as the controller checks them. */
+function trustedNamespaces(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+): { namespaces: string[]; from: string } | undefined {
+  const from = flag === undefined ? "TRUSTED_NAMESPACES" : "--trusted-namespaces";
+  const text = flag ?? env.TRUSTED_NAMESPACES ?? "";
+  try {
+    const namespaces = parseNamespaceList(text);
+    return namespaces && { namespaces, from };
+  } catch (e) {
+    const source = flag === undefined ? "environment variable TRUSTED_NAMESPACES" : "--trusted-namespaces";
+    throw new Error(`${source} ${JSON.stringify(text)}: ${(e as Error).message}`);
   }
 }
 

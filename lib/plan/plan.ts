@@ -8,7 +8,8 @@ import { namespacedOnly, type ResourceInfo, resourceKey } from "../kube/discover
 import type { KubeObject } from "../kube/objects.ts";
 import { extrasHash } from "../model/drift.ts";
 import { type FieldChange, fieldDiff } from "../model/field_diff.ts";
-import { type CompiledSyncConfig, compileSyncConfig, keyOf } from "../model/syncconfig.ts";
+import { type CompiledSyncConfig, type CompileOptions, compileSyncConfig, keyOf } from "../model/syncconfig.ts";
+import type { WriteIdentity } from "../model/identity.ts";
 import { renderTemplate } from "../model/template.ts";
 import { decodeManaged } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
@@ -69,6 +70,10 @@ export interface ConfigPlan {
   deleting: boolean;
   /** Namespaces it selects. */
   selected: number;
+  /** Their names (what `--check-rights` reviews a ServiceAccount's rights in). */
+  namespaces?: string[];
+  /** The ServiceAccount its writes (prunes included) are made as; undefined: espejo's own identity. */
+  writeAs?: WriteIdentity;
   entries: PlanEntry[];
 }
 
@@ -84,9 +89,15 @@ export interface PlanResult {
 /**
  * The plan of the SyncConfigs `scope` selects. Every SyncConfig read takes part in the decisions (contradictions
  * between items, objects another SyncConfig's item holds, what a prune leaves to another), as in the controller.
+ * `compile`: the controller's settings the compiler reads (`--trusted-namespaces`).
  */
-export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean, scope: PlanScope): Promise<PlanResult> {
-  const registry = new Registry<NamespaceInfo>();
+export async function planSnapshot(
+  snapshot: Snapshot,
+  pruneDefault: boolean,
+  scope: PlanScope,
+  compile: CompileOptions = {},
+): Promise<PlanResult> {
+  const registry = new Registry<NamespaceInfo>(undefined, compile);
   for (const { syncConfig } of snapshot.syncConfigs) {
     // One being deleted syncs nothing (as in the controller): it only prunes.
     if (!syncConfig.metadata?.deletionTimestamp) registry.compile(keyOf(syncConfig), syncConfig);
@@ -126,10 +137,13 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean, sc
       continue;
     }
     const cfg = compiled?.config;
+    plan.writeAs = cfg?.writeAs;
+    plan.namespaces = [];
     for (const ns of namespaces) {
       const selecting = registry.selecting(ns);
       if (!cfg || !selecting.includes(key)) continue;
       plan.selected++;
+      plan.namespaces.push(ns.name);
       const contested = contradictions(registry.selectingConfigs(ns), ns.name).get(key);
       for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item, contested));
       for (const item of cfg.syncItems) {
@@ -139,7 +153,9 @@ export async function planSnapshot(snapshot: Snapshot, pruneDefault: boolean, sc
       }
     }
     if (pruning) {
-      const result = deleting ? compileSyncConfig(syncConfig) : compiled;
+      const result = deleting ? compileSyncConfig(syncConfig, compile) : compiled;
+      // A deleted SyncConfig prunes as the ServiceAccount it names, as the controller does.
+      if (result?.ok) plan.writeAs = result.config.writeAs;
       const unknownKind = result?.ok &&
         result.config.syncItems.some((i) => snapshot.resources.get(kindKey(i.apiVersion, i.kind)) instanceof Error);
       const scopeIn = (ns: NamespaceInfo) =>

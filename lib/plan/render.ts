@@ -2,8 +2,8 @@
 import { formatChange } from "../model/field_diff.ts";
 import type { ConfigPlan, PlanEntry, PlannedAction } from "./plan.ts";
 import type { Comparison } from "./comparison.ts";
-import type { Right } from "./rights.ts";
-import { OPT_IN_KINDS } from "../sync/missing_right.ts";
+import { type ControllerReview, rightsJson, rightsText } from "./render_rights.ts";
+import type { ServiceAccountReview } from "./service_account_review.ts";
 
 export interface PlanReport {
   configs: ConfigPlan[];
@@ -12,9 +12,13 @@ export interface PlanReport {
   context: string[];
   /** Where the SyncConfigs of the cluster were read, in words. */
   syncConfigsFrom: string;
+  /** Delegated mode: the trusted namespaces, and where they were given (`--trusted-namespaces`, the variable). */
+  trusted?: { namespaces: string[]; from: string };
   comparison: Comparison;
   /** The rights review, when asked for (`--check-rights`). */
-  controller?: { identity: string; missing: Right[]; error?: string };
+  controller?: ControllerReview;
+  /** With it, the review of each ServiceAccount a planned SyncConfig writes as. */
+  serviceAccounts?: ServiceAccountReview[];
 }
 
 const ACTIONS: PlannedAction[] = ["create", "adopt", "update", "recreate", "delete", "prune", "fail"];
@@ -62,15 +66,16 @@ export function renderJson(r: PlanReport): string {
         invalid: c.invalid,
         pruning: c.pruning,
         deleting: c.deleting,
+        serviceAccount: c.writeAs?.serviceAccount,
         selectedNamespaces: c.selected,
         actions: c.entries.map(entryJson),
       })),
       summary: summaryOf(r),
       syncConfigsFrom: r.syncConfigsFrom,
+      trustedNamespaces: r.trusted?.namespaces,
       contextSyncConfigs: r.context,
       comparison: r.comparison,
-      controller: r.controller &&
-        { identity: r.controller.identity, missingRights: r.controller.missing, error: r.controller.error },
+      ...(r.controller && rightsJson(r.controller, r.serviceAccounts)),
     },
     null,
     2,
@@ -79,6 +84,12 @@ export function renderJson(r: PlanReport): string {
 
 export function renderText(r: PlanReport): string {
   const lines: string[] = [`SyncConfigs read from ${r.syncConfigsFrom}.`];
+  if (r.trusted) {
+    lines.push(
+      `Delegated mode (${r.trusted.from}): only SyncConfigs of ${r.trusted.namespaces.join(", ")} may write as ` +
+        "espejo; one elsewhere writes as the ServiceAccount it names, and is Invalid without one.",
+    );
+  }
   if (r.context.length) {
     const n = r.context.length;
     lines.push(
@@ -89,6 +100,7 @@ export function renderText(r: PlanReport): string {
   for (const c of r.configs) {
     const state = [
       c.source === "cluster" ? `generation ${c.generation}` : `from ${c.source}`,
+      c.writeAs ? `writes as ServiceAccount ${c.writeAs.serviceAccount}` : "",
       c.pruning ? "pruning on" : "",
       c.deleting ? "being deleted" : "",
     ].filter(Boolean).join(", ");
@@ -123,18 +135,6 @@ export function renderText(r: PlanReport): string {
   else {lines.push(
       `Writes compared by ${mode === "server-dry-run" ? "server-side dry run" : "espejo's rules"} (${why}).`,
     );}
-  if (!r.controller) return lines.join("\n");
-  const { identity, missing, error } = r.controller;
-  lines.push(`Rights checked for ${identity}:`);
-  if (error) lines.push(`  ${error}`);
-  else if (missing.length) {
-    const list = missing.map((m) =>
-      `${m.verb} ${m.group ? `${m.resource}.${m.group}` : m.resource}${m.namespace ? ` in ${m.namespace}` : ""}`
-    ).join(", ");
-    lines.push(`  it lacks ${missing.length}: ${list}`);
-    const optIns = new Set(missing.flatMap((m) => (!m.group && OPT_IN_KINDS[m.resource]) || []));
-    for (const dir of optIns) lines.push(`  opt in: kubectl apply -k ${dir}`);
-    lines.push("  how to grant rights to espejo: docs/install.md#rbac");
-  } else lines.push("  it has every right this plan needs.");
+  if (r.controller) lines.push(...rightsText(r.controller, r.serviceAccounts ?? []));
   return lines.join("\n");
 }

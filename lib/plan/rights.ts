@@ -1,10 +1,13 @@
 /**
  * Which requests the controller's own identity may not make, asked with one SubjectAccessReview per resource and
  * verb (reviews are not stored). Migrating users need this list: the Go espejo shipped no RBAC for synced kinds.
+ * For a SyncConfig that writes as a ServiceAccount (lib/model/identity.ts) espejo itself only reads the item kinds
+ * (list, watch: its caches) and impersonates; what the ServiceAccount needs is ./service_account_rights.ts's.
  */
 import type { KubeClient } from "../kube/client.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
-import { keyOf } from "../model/syncconfig.ts";
+import { SYNCCONFIG_EXTRA } from "../model/identity.ts";
+import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
 import { reasonOf } from "../sync/failures.ts";
 import type { ConfigPlan } from "./plan.ts";
 import type { Snapshot } from "./snapshot.ts";
@@ -16,6 +19,27 @@ export interface Right {
   verb: string;
   /** Only this namespace (Events, which go beside their SyncConfig); cluster-wide without. */
   namespace?: string;
+  /** Only this object (the ServiceAccount espejo impersonates). */
+  name?: string;
+}
+
+/** The resource the user extra of espejo's impersonated writes is checked on (group authentication.k8s.io). */
+export const EXTRA_RESOURCE = `userextras/${SYNCCONFIG_EXTRA}`;
+
+/** The namespaced resources a SyncConfig's items name, resolved as the snapshot did; unknown kinds are left out. */
+export function itemResources(
+  snapshot: Snapshot,
+  syncConfig: SyncConfig,
+): { sync: ResourceInfo[]; del: ResourceInfo[] } {
+  const resolve = (i: { apiVersion?: unknown; kind?: unknown }) => {
+    const r = snapshot.resources.get(kindKey(String(i?.apiVersion), String(i?.kind)));
+    return r instanceof Error || !r?.namespaced ? [] : [r as ResourceInfo];
+  };
+  const items = (list: unknown) => (Array.isArray(list) ? list : []) as { apiVersion?: unknown; kind?: unknown }[];
+  return {
+    sync: items(syncConfig.spec?.syncItems).flatMap(resolve),
+    del: items(syncConfig.spec?.deleteItems).flatMap(resolve),
+  };
 }
 
 /**
@@ -37,26 +61,68 @@ export function neededRights(snapshot: Snapshot, plans: ConfigPlan[]): Right[] {
   add("sync.appuio.ch", "syncconfigs/status", "patch");
   const pruning = plans.some((p) => p.pruning);
   if (pruning) add("sync.appuio.ch", "syncconfigs", "patch"); // the prune finalizer
-  const planned = new Set(plans.map((p) => p.syncConfig));
-  for (const { syncConfig } of snapshot.syncConfigs.filter((c) => planned.has(keyOf(c.syncConfig)))) {
+  const byKey = new Map(plans.map((p) => [p.syncConfig, p]));
+  for (const { syncConfig } of snapshot.syncConfigs) {
+    const plan = byKey.get(keyOf(syncConfig));
+    if (!plan) continue;
     // Events are recorded on the SyncConfig, so in its namespace (deploy/ grants them only in espejo's own).
     addIn(syncConfig.metadata?.namespace ?? "", "", "events", "create", "patch");
-    const resolve = (i: { apiVersion?: unknown; kind?: unknown }) => {
-      const r = snapshot.resources.get(kindKey(String(i?.apiVersion), String(i?.kind)));
-      return r instanceof Error || !r?.namespaced ? undefined : r as ResourceInfo;
-    };
-    for (const item of (syncConfig.spec?.syncItems ?? []) as { apiVersion?: unknown; kind?: unknown }[]) {
-      const r = resolve(item);
-      if (!r) continue;
+    const { sync, del } = itemResources(snapshot, syncConfig);
+    if (plan.writeAs) {
+      // Its writes are the ServiceAccount's; espejo reads the kinds and acts as the ServiceAccount, with the extra.
+      for (const r of [...sync, ...del]) add(r.group, r.resource, "list", "watch");
+      const [namespace, name] = plan.writeAs.serviceAccount.split("/");
+      out.set(`impersonate/${namespace}/${name}`, {
+        group: "",
+        resource: "serviceaccounts",
+        verb: "impersonate",
+        namespace,
+        name,
+      });
+      add("authentication.k8s.io", EXTRA_RESOURCE, "impersonate");
+      continue;
+    }
+    for (const r of sync) {
       add(r.group, r.resource, "list", "watch", "get", "create", "update");
       if (syncConfig.spec?.forceRecreate || pruning) add(r.group, r.resource, "delete");
     }
-    for (const item of syncConfig.spec?.deleteItems ?? []) {
-      const r = resolve(item);
-      if (r) add(r.group, r.resource, "list", "watch", "delete");
-    }
+    for (const r of del) add(r.group, r.resource, "list", "watch", "delete");
   }
   return [...out.values()];
+}
+
+/**
+ * Whether `user` may make the requests of `r`, by a SubjectAccessReview (not stored). A ServiceAccount's username
+ * is reviewed with the groups the API server gives its tokens. The resource is split at its first `/`: the rest is
+ * the subresource (`syncconfigs/status`, `userextras/sync.appuio.ch/syncconfig`).
+ */
+export async function mayDo(client: KubeClient, user: string, r: Right): Promise<boolean> {
+  const sa = /^system:serviceaccount:([^:]+):/.exec(user);
+  const groups = ["system:authenticated", ...(sa ? ["system:serviceaccounts", `system:serviceaccounts:${sa[1]}`] : [])];
+  const slash = r.resource.indexOf("/");
+  const resource = slash < 0 ? r.resource : r.resource.slice(0, slash);
+  const subresource = slash < 0 ? undefined : r.resource.slice(slash + 1);
+  const review = await client.request<{ status?: { allowed?: boolean } }>({
+    method: "POST",
+    path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    body: {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        user,
+        groups,
+        resourceAttributes: {
+          group: r.group,
+          resource,
+          subresource,
+          verb: r.verb,
+          namespace: r.namespace,
+          name: r.name,
+        },
+      },
+    },
+  });
+  return review.status?.allowed === true;
 }
 
 /** The rights `user` (a ServiceAccount's username) lacks; `error` when the reviews could not be asked. */
@@ -65,27 +131,9 @@ export async function missingRights(
   user: string,
   needed: Right[],
 ): Promise<{ missing: Right[]; error?: string }> {
-  const sa = /^system:serviceaccount:([^:]+):/.exec(user);
-  const groups = ["system:authenticated", ...(sa ? ["system:serviceaccounts", `system:serviceaccounts:${sa[1]}`] : [])];
   const missing: Right[] = [];
   try {
-    for (const r of needed) {
-      const [resource, subresource] = r.resource.split("/");
-      const review = await client.request<{ status?: { allowed?: boolean } }>({
-        method: "POST",
-        path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-        body: {
-          apiVersion: "authorization.k8s.io/v1",
-          kind: "SubjectAccessReview",
-          spec: {
-            user,
-            groups,
-            resourceAttributes: { group: r.group, resource, subresource, verb: r.verb, namespace: r.namespace },
-          },
-        },
-      });
-      if (review.status?.allowed !== true) missing.push(r);
-    }
+    for (const r of needed) if (!await mayDo(client, user, r)) missing.push(r);
     return { missing };
   } catch (e) {
     return { missing, error: `could not review the controller's rights: ${reasonOf(e)}` };

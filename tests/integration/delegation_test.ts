@@ -8,12 +8,11 @@
 import assert from "node:assert/strict";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import type { AuditEvent } from "../../testenv/controlplane.ts";
-import { delegationFor } from "../../testenv/delegation.ts";
+import { createTeam, delegationFor, type Team } from "../../testenv/delegation.ts";
 import {
   auditNow,
   condition,
   counterValue,
-  createNamespace,
   eventsOf,
   getObject,
   type RunningController,
@@ -21,7 +20,7 @@ import {
   statusOf,
   type SyncConfigStatusView,
 } from "../../testenv/harness.ts";
-import { auditEvents, clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
+import { auditEvents, clientFor, eventually, type TestCluster, testCluster } from "../../testenv/shared.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const SC_API = "/apis/sync.appuio.ch/v1alpha1";
@@ -30,82 +29,6 @@ const WRITES = new Set(["create", "update", "patch", "delete"]);
 
 /** The user a request was authorized as: the impersonated one, else the authenticated one. */
 const effectiveUser = (e: AuditEvent) => e.impersonatedUser?.username ?? e.user.username;
-
-/** A team: its namespace (where espejo reads SyncConfigs), ServiceAccount `writer`, and target namespaces. */
-interface Team {
-  namespace: string;
-  writer: string;
-  targets: string[];
-  label: string;
-}
-
-/**
- * Team namespace and `count` target namespaces labelled for selection; ServiceAccount `writer` may write ConfigMaps,
- * NetworkPolicies and RoleBindings (of ClusterRole view) in the first `allowed` targets only.
- */
-async function createTeam(admin: HttpKubeClient, count: number, allowed: number): Promise<Team> {
-  const namespace = uniqueName("team");
-  const label = uniqueName("sel");
-  await createNamespace(admin, namespace);
-  await admin.request({
-    method: "POST",
-    path: `/api/v1/namespaces/${namespace}/serviceaccounts`,
-    body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "writer" } },
-  });
-  const targets: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const ns = `${label}-${i + 1}`;
-    await createNamespace(admin, ns, { [label]: "yes" });
-    targets.push(ns);
-  }
-  for (const ns of targets.slice(0, allowed)) {
-    await admin.request({
-      method: "POST",
-      path: `${RBAC_API}/namespaces/${ns}/roles`,
-      body: {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "Role",
-        metadata: { name: "espejo-writer" },
-        rules: [
-          {
-            apiGroups: [""],
-            resources: ["configmaps"],
-            verbs: ["get", "create", "update", "delete"],
-          },
-          {
-            apiGroups: ["networking.k8s.io"],
-            resources: ["networkpolicies"],
-            verbs: ["get", "create", "update", "delete"],
-          },
-          {
-            apiGroups: ["rbac.authorization.k8s.io"],
-            resources: ["rolebindings"],
-            verbs: ["get", "create", "update", "delete"],
-          },
-          // A RoleBinding may name a role whose rights the writer does not hold only with bind on it.
-          {
-            apiGroups: ["rbac.authorization.k8s.io"],
-            resources: ["clusterroles"],
-            resourceNames: ["view"],
-            verbs: ["bind"],
-          },
-        ],
-      },
-    });
-    await admin.request({
-      method: "POST",
-      path: `${RBAC_API}/namespaces/${ns}/rolebindings`,
-      body: {
-        apiVersion: "rbac.authorization.k8s.io/v1",
-        kind: "RoleBinding",
-        metadata: { name: "espejo-writer" },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "espejo-writer" },
-        subjects: [{ kind: "ServiceAccount", name: "writer", namespace }],
-      },
-    });
-  }
-  return { namespace, writer: `system:serviceaccount:${namespace}:writer`, targets, label };
-}
 
 /** Creates SyncConfig `namespace/name` with `annotations`. */
 async function createSyncConfig(

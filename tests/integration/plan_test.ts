@@ -7,9 +7,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { encodeBase64 } from "../../lib/kube/objects.ts";
-import { repoRoot } from "../../testenv/build.ts";
 import { createServiceAccount, kubeconfigYaml } from "../../testenv/controlplane.ts";
-import { shippedFlags } from "../../testenv/permissions.ts";
+import { planProcess, type PlanRun } from "../../testenv/plan_process.ts";
 import { auditEvents, clientFor, eventually, type TestCluster, testCluster, uniqueName } from "../../testenv/shared.ts";
 import { auditNow, createNamespace, getObject, requestsBy, startController, statusOf } from "../../testenv/harness.ts";
 
@@ -27,11 +26,6 @@ const syncConfig = (namespace: string, name: string, spec: unknown, annotations?
   spec,
 });
 
-interface PlanRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 interface PlanJson {
   syncConfigs: {
     syncConfig: string;
@@ -70,29 +64,6 @@ async function plan(kubeconfig: string, cfgNs: string, args: string[], files: un
     fileArgs.push("-f", f);
   }
   return await planProcess(["--kubeconfig", kubeconfig, ...fileArgs, ...args], { WATCH_NAMESPACE: cfgNs });
-}
-
-/** `espejo plan` as shipped, with `env` and no other variable than Deno's own, and `stdin`, if any. */
-async function planProcess(args: string[], env: Record<string, string>, stdin?: string): Promise<PlanRun> {
-  const denos = Object.fromEntries(
-    ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((k) => (Deno.env.get(k) ? [[k, Deno.env.get(k)!]] : [])),
-  );
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...shippedFlags(), join(repoRoot, "main.ts"), "plan", ...args],
-    env: { ...denos, ...env },
-    clearEnv: true,
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
 const key = (a: { namespace?: string; kind?: string; resource?: string }) => `${a.namespace} ${a.kind ?? a.resource}`;
