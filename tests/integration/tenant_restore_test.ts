@@ -153,7 +153,12 @@ Deno.test(
         { ns: cfgNs, name: "imm" },
       );
       assert.notEqual(back.metadata?.uid, locked.metadata?.uid, "a new object");
-      assert.ok((await counterValue(ctl.metrics, "espejo_replaces_total", { reason: "immutable" })) >= 1);
+      // The counter moves after the create's reply is read, which may be after the object is visible here.
+      await eventually(
+        async () => (await counterValue(ctl.metrics, "espejo_replaces_total", { reason: "immutable" })) >= 1,
+        20_000,
+        "espejo_replaces_total{reason=immutable} to count the replace",
+      );
       const all = await requestsFor(c, ctl, since, cmPath(ns), "settings");
       console.log(`immutable ConfigMap: espejo's requests about it: ${summary(all)}`);
       const creates = all.filter((e) => e.verb === "create");
@@ -277,10 +282,14 @@ for (const forceRecreate of [false, true]) {
           { ns: cfgNs, name: "rb" },
         );
         assert.notEqual(back.metadata?.uid, theirs.metadata?.uid);
-        assert.ok(
-          (await counterValue(ctl.metrics, "espejo_finalizers_removed_total", { syncconfig: `${cfgNs}/rb` })) >= 1,
-        );
-        assert.ok((await counterValue(ctl.metrics, "espejo_replaces_total", { syncconfig: `${cfgNs}/rb` })) >= 1);
+        // Both counters move after the create's reply is read, which may be after the object is visible here.
+        for (const metric of ["espejo_finalizers_removed_total", "espejo_replaces_total"]) {
+          await eventually(
+            async () => (await counterValue(ctl.metrics, metric, { syncconfig: `${cfgNs}/rb` })) >= 1,
+            20_000,
+            `${metric} to count the replace`,
+          );
+        }
         const event = await eventually(
           async () => {
             const list = await admin.request<{ items: { reason?: string; message?: string }[] }>({
