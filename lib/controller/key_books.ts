@@ -13,6 +13,8 @@ import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
+import type { WorkQueue } from "./queue.ts";
+import { configWorkKeys, type Trigger, workKey } from "./work_items.ts";
 
 /** How one book forgets; a book keyed by one kind of key only has that one. */
 export interface Forgets {
@@ -56,9 +58,10 @@ export interface ControllerBooks {
   ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
   statusWriter: Pick<StatusWriter, "changed" | "finished" | "forgetConfig">;
   syncEvents: Pick<SyncEvents, "forget">;
-  /** ConfigChanges and Workers, by shape: they hold the books, and name this file (no import back). */
+  /** ConfigChanges, by shape: it holds the book, and names this file (no import back). */
   configs: { forgetConfig(cfgKey: string): void };
-  workers: { forgetNamespace(namespace: string): void; forgetConfig(cfgKey: string): void };
+  /** The work queue's failures in a row, of every kind of work. */
+  queue: Pick<WorkQueue<string, Trigger>, "forget">;
   executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
   caches: Pick<ResourceCaches, "forgetNamespace">;
   metrics: Pick<Metrics, "items" | "invalid" | "delegatedRequests">;
@@ -80,8 +83,8 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
   books.register("sync events", { config: (k) => b.syncEvents.forget(k) });
   books.register("templated deleteItems warnings", { config: (k) => b.configs.forgetConfig(k) });
   books.register("work retries", {
-    namespace: (ns) => b.workers.forgetNamespace(ns),
-    config: (k) => b.workers.forgetConfig(k),
+    namespace: (ns) => b.queue.forget(workKey({ kind: "namespace", name: ns })),
+    config: (k) => configWorkKeys(k).forEach((key) => b.queue.forget(key)),
   });
   books.register("item retries and what the server adds", {
     namespace: (ns) => b.executor.forgetNamespace(ns),

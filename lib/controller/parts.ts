@@ -18,6 +18,7 @@ import { Registry } from "../model/registry.ts";
 import { refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
 import { Pruner } from "../sync/pruner.ts";
+import { MAX_FIGHT_DELAY_MS } from "../sync/retry_policy.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
 import { arrivalJudge } from "./arrival_judge.ts";
 import { ConfigChanges } from "./config_changes.ts";
@@ -97,6 +98,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     total: (key) => ledger.total(key),
     events: syncEvents,
     metrics,
+    retries: queue,
     now: opts.now,
   });
   const pruneDefault = opts.pruneDefault ?? false;
@@ -131,7 +133,7 @@ export function buildParts(base: PartsBase): ControllerParts {
       const sc = syncConfigs.get(syncconfig);
       if (sc) void events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
     },
-    maxFightDelayMs: opts.reconcileIntervalMs || 600_000,
+    maxFightDelayMs: opts.reconcileIntervalMs || MAX_FIGHT_DELAY_MS,
   });
   const pruner = new Pruner(client, discovery, caches, () => metrics.writes.inc({ action: "prune" }));
   const shared = { namespaces, syncConfigs, registry, ledger, statusWriter, freshness, metrics, enqueue };
@@ -185,7 +187,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     statusWriter,
     syncEvents,
     configs,
-    workers,
+    queue,
     executor,
     caches,
     metrics,

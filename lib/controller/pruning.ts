@@ -28,7 +28,13 @@ import {
   settlingMs,
 } from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
-import type { WorkFacts } from "../sync/retry_policy.ts";
+import {
+  FINALIZER_CONFLICT_BASE_MS,
+  FINALIZER_FAILURE_BASE_MS,
+  LISTING_RECHECK_MS,
+  PRUNE_RELOOK_BASE_MS,
+  type WorkFacts,
+} from "../sync/retry_policy.ts";
 import type { Step } from "../sync/step.ts";
 import type { Registry } from "../model/registry.ts";
 import { patchSyncConfig } from "../sync/syncconfig_client.ts";
@@ -81,8 +87,6 @@ const NOTHING: PruneDecision = { plans: [], listing: false, deleting: [] };
 const MAX_CONCURRENT_PRUNES = 16;
 
 const OFF: PruneScope = { kind: "off" };
-/** Between two looks at a deleted SyncConfig whose objects are not all gone yet (doubling, at most 5 minutes). */
-const RELOOK_MS = 5_000;
 const SETTLED: WorkFacts = { retry: false };
 
 /** Whether pruning is on for SyncConfig `sc` as cached now (undefined: gone): its annotation, else the default. */
@@ -169,7 +173,7 @@ export class Pruning {
     const now = atStart.plans.length || atStart.deleting.length || atStart.listing
       ? await this.decide(ns, selecting)
       : NOTHING;
-    if (atStart.listing || now.listing) out.retryInMs = 5_000; // a cache is still listing: its SyncConfigs wait
+    if (atStart.listing || now.listing) out.retryInMs = LISTING_RECHECK_MS; // a cache is still listing: its SyncConfigs wait
     const confirmed = new Set(confirmedPrunes(atStart.plans.map((p) => p.plan), now.plans.map((p) => p.plan)));
     const settleMs = settlingMs(ns.relabelledAt, Date.now());
     if (settleMs > 0 && now.plans.some((p) => p.plan.reason === "namespace not selected")) {
@@ -267,7 +271,7 @@ export class Pruning {
     }
     for (const namespace of left) this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
     // Objects that go by themselves (a namespace deleted, a tenant) leave no trace: look again, backing off.
-    return { retry: true, baseMs: RELOOK_MS };
+    return { retry: true, baseMs: PRUNE_RELOOK_BASE_MS };
   }
 
   /** Adds or removes the finalizer, at the version seen; when that failed, when to try again. */
@@ -296,7 +300,7 @@ export class Pruning {
           error: String(e),
         });
       }
-      return { retry: true, baseMs: isConflict(e) ? 1_000 : 10_000 };
+      return { retry: true, baseMs: isConflict(e) ? FINALIZER_CONFLICT_BASE_MS : FINALIZER_FAILURE_BASE_MS };
     }
   }
 }

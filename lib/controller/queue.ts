@@ -16,7 +16,15 @@
  * Keys of the same place keep the order of their adds, so without such costs (a steady pass) the order is the adds'.
  * A turn is kept for a key only while it is ahead of the virtual time (at most {@link MAX_TURN_MS} ahead), and once
  * the queue is idle only for keys that a timer of {@link WorkQueue.addAfter} (a retry, a fight's hold) brings back.
+ *
+ * The queue owns back-off, as client-go's rate-limited queue does: {@link WorkQueue.addRateLimited} counts a key's
+ * failures in a row and brings it back after espejo's one schedule (lib/kube/backoff.ts, from the base delay the retry
+ * policy names, doubling to {@link MAX_DELAY_MS}, +-20 %); {@link WorkQueue.forget} starts it over. Every kind of
+ * work retries through it: namespace units, SyncConfig changes, pruning bookkeeping and status writes.
  */
+import { exponentialMs, jitter } from "../kube/backoff.ts";
+import { MAX_DELAY_MS } from "../sync/retry_policy.ts";
+
 /**
  * How far ahead of the virtual time a key's next turn may be: the processing times a key carries over from one unit
  * to the next (a cheap unit after an expensive one keeps the expensive one's turn) are capped by this.
@@ -51,6 +59,8 @@ export class WorkQueue<K, T = undefined> {
   #virtual = 0;
   /** Keys with timers of {@link addAfter} pending, how many each: their turns are kept when the queue is idle. */
   readonly #timersOf = new Map<K, number>();
+  /** Failures in a row of keys brought back by {@link addRateLimited}, until {@link forget}. */
+  readonly #failures = new Map<K, number>();
   #sweepAt = 64;
   #seq = 0;
   #waiters: (() => void)[] = [];
@@ -61,7 +71,12 @@ export class WorkQueue<K, T = undefined> {
    */
   onAdd?: (key: K, tag: T | undefined) => void;
 
-  constructor(readonly priorities: number, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    readonly priorities: number,
+    private readonly now: () => number = () => performance.now(),
+    /** A factor applied to each back-off; default +-20 % at random. */
+    private readonly jitterOf: () => number = jitter,
+  ) {
     this.#levels = Array.from({ length: priorities }, () => []);
     this.#sizes = new Array<number>(priorities).fill(0);
   }
@@ -106,6 +121,33 @@ export class WorkQueue<K, T = undefined> {
       this.add(key, priority, tag);
     }, ms);
     this.#timers.add(t);
+  }
+
+  /**
+   * Counts a failure of `key` and queues it after its back-off: `baseMs` after the first failure in a row, doubling
+   * with each further one up to {@link MAX_DELAY_MS}, jittered, and never later than `capMs` when given (a fight's
+   * hold, a cache still listing). Returns the wait.
+   */
+  addRateLimited(key: K, priority: number, backoff: { baseMs: number; capMs?: number }, tag?: T): number {
+    if (this.#shutDown) return 0;
+    const failures = (this.#failures.get(key) ?? 0) + 1;
+    this.#failures.set(key, failures);
+    const ms = Math.min(
+      backoff.capMs ?? Infinity,
+      Math.round(exponentialMs(failures, backoff.baseMs, MAX_DELAY_MS) * this.jitterOf()),
+    );
+    this.addAfter(key, priority, ms, tag);
+    return ms;
+  }
+
+  /** `key` succeeded (or will not be retried): its next failure starts the back-off over. */
+  forget(key: K): void {
+    this.#failures.delete(key);
+  }
+
+  /** Failures of `key` in a row, as {@link addRateLimited} counted them. */
+  numRequeues(key: K): number {
+    return this.#failures.get(key) ?? 0;
   }
 
   /**
@@ -170,7 +212,7 @@ export class WorkQueue<K, T = undefined> {
     return this.#queued.size === 0 && this.#processing.size === 0;
   }
 
-  /** Number of keys the queue keeps anything for (queued, processing, re-added or with a timer): for tests. */
+  /** Number of keys the queue keeps anything for (queued, processing, re-added, with a timer or failures): for tests. */
   get keysKept(): number {
     const keys = new Set<K>([
       ...this.#queued.keys(),
@@ -180,6 +222,7 @@ export class WorkQueue<K, T = undefined> {
       ...this.#timersOf.keys(),
       ...this.#queuedAt.keys(),
       ...this.#tags.keys(),
+      ...this.#failures.keys(),
     ]);
     return keys.size;
   }
@@ -191,6 +234,7 @@ export class WorkQueue<K, T = undefined> {
     this.#timers.clear();
     this.#turns.clear();
     this.#timersOf.clear();
+    this.#failures.clear();
     this.#wake();
   }
 

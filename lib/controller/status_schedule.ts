@@ -27,8 +27,8 @@ export class StatusSchedule {
   readonly #queueing = new Set<string>();
   /** By SyncConfig key: when its status was last taken for a write. */
   readonly #taken = new Map<string, number>();
-  /** By SyncConfig key: not before this time (its last write failed; see {@link retryAfter}). */
-  readonly #notBefore = new Map<string, number>();
+  /** SyncConfigs whose last write failed: held until the queue brings them back (see {@link hold}). */
+  readonly #held = new Set<string>();
 
   constructor(
     private readonly maxHoldMs = STATUS_MAX_HOLD_MS,
@@ -41,9 +41,18 @@ export class StatusSchedule {
     if (!this.#dirty.has(cfgKey)) this.#dirty.set(cfgKey, this.now());
   }
 
-  /** The status write of `cfgKey` failed: it is dirty again, and due after `ms` (the retry policy's back-off). */
-  retryAfter(cfgKey: string, ms: number): void {
-    this.#notBefore.set(cfgKey, this.now() + ms);
+  /**
+   * The status write of `cfgKey` failed: it is dirty again, and held until {@link release} (the queue's back-off),
+   * however often its counts change meanwhile.
+   */
+  hold(cfgKey: string): void {
+    this.#held.add(cfgKey);
+    this.markDirty(cfgKey);
+  }
+
+  /** The back-off of a failed write of `cfgKey` is over: it is due as any dirty status. */
+  release(cfgKey: string): void {
+    this.#held.delete(cfgKey);
     this.markDirty(cfgKey);
   }
 
@@ -93,7 +102,7 @@ export class StatusSchedule {
     this.#pending.delete(cfgKey);
     this.#queueing.delete(cfgKey);
     this.#taken.delete(cfgKey);
-    this.#notBefore.delete(cfgKey);
+    this.#held.delete(cfgKey);
   }
 
   /**
@@ -105,7 +114,6 @@ export class StatusSchedule {
     const ready = [...this.#dirty].filter(([k, since]) => this.#dueAt(k, since) <= now).map(([k]) => k);
     for (const k of ready) {
       this.#dirty.delete(k);
-      this.#notBefore.delete(k);
       this.#taken.set(k, now);
     }
     return ready;
@@ -113,11 +121,13 @@ export class StatusSchedule {
 
   /**
    * How long until the next dirty status is due: at once when its work is done and the gap after its last write
-   * is over, else at the end of the gap or of its hold. Undefined when none is dirty.
+   * is over, else at the end of the gap or of its hold. Undefined when none is dirty but those held after a failure.
    */
   untilNextDueMs(): number | undefined {
     let next: number | undefined;
-    for (const [k, since] of this.#dirty) next = Math.min(next ?? Infinity, this.#dueAt(k, since));
+    for (const [k, since] of this.#dirty) {
+      if (!this.#held.has(k)) next = Math.min(next ?? Infinity, this.#dueAt(k, since));
+    }
     return next === undefined ? undefined : Math.max(0, next - this.now());
   }
 
@@ -125,7 +135,7 @@ export class StatusSchedule {
   #dueAt(k: string, since: number): number {
     const afterGap = (this.#taken.get(k) ?? -Infinity) + this.minGapMs;
     const afterWork = this.workDone(k) ? -Infinity : since + this.maxHoldMs;
-    return Math.max(afterGap, afterWork, this.#notBefore.get(k) ?? -Infinity);
+    return this.#held.has(k) ? Infinity : Math.max(afterGap, afterWork);
   }
 
   /**

@@ -17,20 +17,19 @@ import {
   syncedGeneration,
   syncedStatus,
 } from "../model/status.ts";
-import { RetryBook } from "../sync/retry_book.ts";
-import { afterWork } from "../sync/retry_policy.ts";
+import { afterWork, STATUS_RETRY_BASE_MS } from "../sync/retry_policy.ts";
+import type { WorkQueue } from "./queue.ts";
 import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import { patchSyncConfigStatus } from "../sync/syncconfig_client.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
 import { decodeSyncConfig } from "../sync/syncconfig_api.ts";
+import { PRIORITY, type Trigger, workKey } from "./work_items.ts";
 
 const log = getLogger(["espejo", "controller"]);
 
 /** How long the writer waits after a kick, to write once for units that end together. */
 const STATUS_GATHER_MS = 50;
-/** The first wait after a status write failed, doubling with each failure in a row. */
-const STATUS_RETRY_MS = 2_000;
 
 export interface StatusDeps {
   client: KubeClient;
@@ -41,6 +40,8 @@ export interface StatusDeps {
   total: (key: string) => Outcome;
   events: SyncEvents;
   metrics: Metrics;
+  /** The work queue: a failed write comes back through its back-off, as every retry does ({@link retryDue}). */
+  retries: Pick<WorkQueue<string, Trigger>, "addRateLimited" | "forget">;
   now?: () => Date;
 }
 
@@ -49,8 +50,6 @@ export class StatusWriter {
   readonly #schedule = new StatusSchedule();
   #wanted = false;
   #wake?: () => void;
-  /** Status writes that failed in a row, by SyncConfig, for their back-off (lib/sync/retry_policy.ts). */
-  readonly #retries = new RetryBook<undefined>();
 
   constructor(private readonly deps: StatusDeps) {}
 
@@ -94,10 +93,15 @@ export class StatusWriter {
     this.kick();
   }
 
-  /** The SyncConfig went: nothing of it is pending or dirty, and its failed writes in a row are forgotten. */
+  /** The SyncConfig went: nothing of it is pending or dirty (the queue forgets its failed writes in a row). */
   forgetConfig(cfgKey: string): void {
     this.#schedule.forget(cfgKey);
-    this.#retries.forgetConfig(cfgKey);
+  }
+
+  /** The back-off after a failed status write of `cfgKey` is over (the queue handed its key out): it is written. */
+  retryDue(cfgKey: string): void {
+    this.#schedule.release(cfgKey);
+    this.kick();
   }
 
   /** Namespaces still pending for `cfgKey` (for tests). */
@@ -160,7 +164,7 @@ export class StatusWriter {
       this.deps.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
       this.deps.metrics.invalid.set({ syncconfig: key }, entry.result.ok ? 0 : 1);
       if (!statusChanged(sc.status as SyncConfigStatus | undefined, next)) {
-        this.#retries.succeeded(key); // the status stands as it should: a later failure backs off from the start
+        this.deps.retries.forget(statusKey(key)); // it stands as it should: a later failure backs off from the start
         continue;
       }
       let written = await this.#patch(key, sc, next);
@@ -176,14 +180,12 @@ export class StatusWriter {
           ? await this.#patch(key, fresh, this.#statusOf(key, fresh, entry, settled, now).next)
           : "failed";
       }
-      const decision = afterWork({ retry: written !== "written", baseMs: STATUS_RETRY_MS });
-      if (decision.kind !== "backoff") this.#retries.succeeded(key);
+      const decision = afterWork({ retry: written !== "written", baseMs: STATUS_RETRY_BASE_MS });
+      if (decision.kind !== "backoff") this.deps.retries.forget(statusKey(key));
       else {
-        // Due again after the back-off: the writer's own wait for the next due status is the timer.
-        this.#schedule.retryAfter(
-          key,
-          this.#retries.failed(key, "", undefined, false, { cfgKey: key }, decision.baseMs),
-        );
+        // Held until the queue hands its key out again, after the back-off every retry has.
+        this.#schedule.hold(key);
+        this.deps.retries.addRateLimited(statusKey(key), PRIORITY.retry, decision, "retry");
       }
     }
   }
@@ -252,3 +254,5 @@ export class StatusWriter {
     }
   }
 }
+
+const statusKey = (cfgKey: string) => workKey({ kind: "status", key: cfgKey });

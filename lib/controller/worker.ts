@@ -1,14 +1,13 @@
 /**
  * The workers: each takes the most urgent key from the queue, runs its work (a namespace unit, a SyncConfig change,
- * a SyncConfig's pruning bookkeeping), and then, in one place, keeps the books of what it came to: the status
- * ledger (a failure logged when it first appears), the status writer, freshness, the metrics and the pass; and
- * asks the retry policy (lib/sync/retry_policy.ts, `afterWork`) whether and when the key comes back, which the
- * queue's timers perform. An exception is a transient failure like any other.
+ * a SyncConfig's pruning bookkeeping, a status write due again), and then, in one place, keeps the books of what it
+ * came to: the status ledger (a failure logged when it first appears), the status writer, freshness, the metrics and
+ * the pass; and asks the retry policy (lib/sync/retry_policy.ts, `afterWork`) whether and when the key comes back,
+ * which the queue performs (its back-off, its timers). An exception is a transient failure like any other.
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
 import type { Metrics } from "../metrics/metrics.ts";
-import { RetryBook } from "../sync/retry_book.ts";
 import { afterWork, type WorkFacts } from "../sync/retry_policy.ts";
 import type { ConfigChanges } from "./config_changes.ts";
 import type { Freshness } from "./freshness.ts";
@@ -23,12 +22,12 @@ import { PRIORITY, type Trigger, type WorkItem, workItemOf, workKey } from "./wo
 const log = getLogger(["espejo", "controller"]);
 
 export interface WorkerDeps {
-  queue: Pick<WorkQueue<string, Trigger>, "get" | "done" | "addAfter" | "idle">;
+  queue: Pick<WorkQueue<string, Trigger>, "get" | "done" | "addAfter" | "addRateLimited" | "forget" | "idle">;
   units: Pick<NamespaceUnit, "run">;
   configs: Pick<ConfigChanges, "process">;
   pruning: Pick<Pruning, "settle">;
   ledger: StatusLedger;
-  statusWriter: Pick<StatusWriter, "changed" | "finished">;
+  statusWriter: Pick<StatusWriter, "changed" | "finished" | "retryDue">;
   freshness: Freshness;
   pass: PassTracker;
   metrics: Metrics;
@@ -42,8 +41,6 @@ export interface WorkerDeps {
 const FAILED: WorkFacts = { retry: true };
 
 export class Workers {
-  /** Keys that failed in a row, for their back-off (see lib/sync/retry_book.ts). */
-  readonly #retries = new RetryBook<undefined>();
   /** Start times of the work in progress, for liveness. */
   readonly #inFlight = new Set<{ since: number }>();
   #started = false;
@@ -65,16 +62,6 @@ export class Workers {
     return oldest;
   }
 
-  /** The namespace went: its back-off starts over. */
-  forgetNamespace(name: string): void {
-    this.#retries.forgetNamespace(name);
-  }
-
-  /** The SyncConfig went: its back-off starts over. */
-  forgetConfig(cfgKey: string): void {
-    this.#retries.forgetConfig(cfgKey);
-  }
-
   async #worker(): Promise<void> {
     const { queue, metrics } = this.d;
     for (;;) {
@@ -90,7 +77,9 @@ export class Workers {
       this.#inFlight.add(unit);
       try {
         const item = workItemOf(key);
-        this.#requeue(item, await this.#process(item, trigger));
+        // A status write keeps its own count of failures (the writer forgets it once a write went through).
+        if (item.kind === "status") this.d.statusWriter.retryDue(item.key);
+        else this.#requeue(item, await this.#process(item, trigger));
       } finally {
         queue.done(key);
         metrics.compat.finished(key);
@@ -104,7 +93,7 @@ export class Workers {
   }
 
   /** Runs one work item; what it came to for the queue. A bug or an unexpected reply must not stop the worker. */
-  async #process(item: WorkItem, trigger: Trigger): Promise<WorkFacts> {
+  async #process(item: Exclude<WorkItem, { kind: "status" }>, trigger: Trigger): Promise<WorkFacts> {
     if (item.kind === "namespace") return await this.#unit(item.name, trigger);
     try {
       if (item.kind === "pruning") return await this.d.pruning.settle(item.key);
@@ -156,15 +145,15 @@ export class Workers {
     return facts;
   }
 
-  /** Performs the retry policy's decision for `item` with the queue's timers. */
+  /** Has the queue perform the retry policy's decision for `item`: forget it, bring it back, or back it off. */
   #requeue(item: WorkItem, facts: WorkFacts): void {
     const key = workKey(item);
     const decision = afterWork(facts);
-    if (decision.kind !== "backoff") this.#retries.succeeded(key);
+    if (decision.kind === "backoff") {
+      this.d.queue.addRateLimited(key, PRIORITY.retry, decision, "retry");
+      return;
+    }
+    this.d.queue.forget(key);
     if (decision.kind === "after") this.d.queue.addAfter(key, PRIORITY.retry, decision.ms, "retry");
-    if (decision.kind !== "backoff") return;
-    const scope = item.kind === "namespace" ? { namespace: item.name } : { cfgKey: item.key };
-    const backoff = this.#retries.failed(key, "", undefined, false, scope, decision.baseMs);
-    this.d.queue.addAfter(key, PRIORITY.retry, Math.min(backoff, decision.capMs ?? Infinity), "retry");
   }
 }

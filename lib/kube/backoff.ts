@@ -24,13 +24,25 @@ export function nextRound(failures: number, round: Round): { failures: number; w
   const before = round.healthy ? 0 : failures;
   if (round.ended !== "failed" && round.healthy) return { failures: 0, waitMs: 0 };
   const after = before + 1;
-  return { failures: after, waitMs: Math.max(round.retryAfterMs ?? 0, backoffMs(after)) };
+  return { failures: after, waitMs: Math.max(round.retryAfterMs ?? 0, watchBackoffMs(after)) };
 }
 
-/** Jittered exponential backoff: 0.8 s, 1.6 s, 3.2 s, ... capped at 30 s, each +-20%. */
-export function backoffMs(failures: number): number {
-  const base = Math.min(30_000, 800 * 2 ** Math.max(0, failures - 1));
-  return Math.round(base * (0.8 + Math.random() * 0.4));
+/**
+ * espejo's one back-off schedule: `baseMs` after the first failure, doubling with each failure in a row, at most
+ * `maxMs`; 0 before any. The watches use it here, the retry policy (lib/sync/retry_policy.ts) with its own constants.
+ */
+export function exponentialMs(failures: number, baseMs: number, maxMs: number): number {
+  return failures <= 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (failures - 1));
+}
+
+/** A factor of 0.8 to 1.2 at random, so that what failed together does not come back together. */
+export function jitter(): number {
+  return 0.8 + Math.random() * 0.4;
+}
+
+/** A watch's back-off, as client-go's reflector's: 0.8 s, 1.6 s, 3.2 s, ... capped at 30 s, each +-20%. */
+export function watchBackoffMs(failures: number): number {
+  return Math.round(exponentialMs(Math.max(1, failures), 800, 30_000) * jitter());
 }
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -32,7 +32,7 @@ import {
   type SyncPlan,
   type SyncTarget,
 } from "./planner.ts";
-import { afterTry, type TryOutcome } from "./retry_policy.ts";
+import { afterTry, MAX_FIGHT_DELAY_MS, type TryOutcome } from "./retry_policy.ts";
 import { RetryBook } from "./retry_book.ts";
 import { acceptWritten, remember } from "./verdict.ts";
 import { HASH_ANNOTATION } from "../model/markers.ts";
@@ -56,7 +56,7 @@ export class Executor {
     private readonly caches: ResourceCaches,
     private readonly hooks: ExecutorHooks = {},
   ) {
-    this.#fights = new FightBook(hooks.maxFightDelayMs ?? 600_000);
+    this.#fights = new FightBook(hooks.maxFightDelayMs ?? MAX_FIGHT_DELAY_MS);
     const claims = hooks.claims ?? (() => false);
     this.#applier = new Applier(client, claims, hooks.onWrite);
     this.#view = {
@@ -273,7 +273,7 @@ export class Executor {
           namespace: ref.namespace,
           manager: observed ? observed.manager ?? "(unknown)" : "(it was deleted or unlabelled)",
           syncConfig: ref.cfg.key,
-          maxDelayMs: this.hooks.maxFightDelayMs ?? 600_000,
+          maxDelayMs: this.hooks.maxFightDelayMs ?? MAX_FIGHT_DELAY_MS,
         },
       );
     }

@@ -1,6 +1,6 @@
 /**
- * One book of retries, keyed, with exponential backoff and jitter: used for item writes and for the work the queue
- * hands out (namespace units, pruning bookkeeping).
+ * The book of items' attempts, keyed by SyncConfig, item and namespace, with exponential backoff and jitter (the work
+ * the queue hands out backs off in the queue: lib/controller/queue.ts).
  * An entry is tied to an attempt (what was tried: the SyncConfig generation, the desired object and, unless it is a
  * restore, the live object's version), so a changed attempt is tried at once whatever the backoff of the old one.
  * What goes in is decided by lib/sync/retry_policy.ts.
@@ -11,7 +11,8 @@
  *
  * Deleting a SyncConfig or a namespace is one call: {@link RetryBook.forgetConfig}, {@link RetryBook.forgetNamespace}.
  */
-import { backoffMs } from "./retry_policy.ts";
+import { exponentialMs, jitter } from "../kube/backoff.ts";
+import { BASE_DELAY_MS, MAX_DELAY_MS, TERMINAL_HOLD_MS } from "./retry_policy.ts";
 
 export interface RetryScope {
   cfgKey?: string;
@@ -41,11 +42,11 @@ export class RetryBook<R> {
 
   constructor(o: RetryOptions = {}) {
     this.#o = {
-      baseMs: 1000,
-      maxMs: 300_000,
-      terminalMs: 3_600_000,
+      baseMs: BASE_DELAY_MS,
+      maxMs: MAX_DELAY_MS,
+      terminalMs: TERMINAL_HOLD_MS,
       maxEntries: 100_000,
-      jitter: () => 0.8 + Math.random() * 0.4,
+      jitter,
       now: () => performance.now(),
       ...o,
     };
@@ -71,7 +72,7 @@ export class RetryBook<R> {
     const failures = (before?.attempt === attempt ? before.failures : 0) + 1;
     const delay = terminal
       ? this.#o.terminalMs
-      : Math.round(backoffMs(failures, baseMs ?? this.#o.baseMs, this.#o.maxMs) * this.#o.jitter());
+      : Math.round(exponentialMs(failures, baseMs ?? this.#o.baseMs, this.#o.maxMs) * this.#o.jitter());
     this.#entries.delete(key); // re-inserted last: the oldest entry goes first when the book is full
     if (this.#entries.size >= this.#o.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { ...scope, attempt, failures, until: this.#o.now() + delay, result });

@@ -3,7 +3,8 @@
  * set of rules: after each try of one item in one namespace ({@link afterTry}: what the try tells the books of
  * retries, lib/sync/retry_book.ts, and fights, lib/sync/fights.ts, which the planner reads before the next try), and
  * after each piece of work the queue handed out ({@link afterWork}: a namespace unit, a SyncConfig's pruning
- * bookkeeping, an exception), which the worker performs with the queue's timers (lib/controller/worker.ts).
+ * bookkeeping, a status write, an exception), which the queue performs (lib/controller/queue.ts `addRateLimited`,
+ * `forget`, asked by lib/controller/worker.ts and lib/controller/status_writer.ts). Every retry constant is here.
  *
  * - A try that wrote or found nothing to write forgets the attempt's failures.
  * - A terminal failure holds its attempt until the attempt changes (or an hour); a transient one backs off.
@@ -15,6 +16,8 @@
  * - What was tried is the attempt (lib/sync/planner.ts `keysOf`): a new generation or desired object is tried at once,
  *   a new live version only when it is not a restore (a restore that keeps failing stays one attempt).
  */
+
+import { exponentialMs } from "../kube/backoff.ts";
 
 /** What one try of an item came to. */
 export type TryOutcome =
@@ -48,17 +51,32 @@ export function afterTry(f: TryFacts): RetryDecision {
   return { fightMove: false, attempt: "transient" };
 }
 
+/*
+ * Every retry constant of the controller. Each back-off doubles from its first wait with each failure in a row
+ * (lib/kube/backoff.ts `exponentialMs`, the one schedule), jittered by +-20 %, up to {@link MAX_DELAY_MS}.
+ */
 /** The first wait of a back-off and of a fight. */
 export const BASE_DELAY_MS = 1000;
+/** The longest wait of a back-off (client-go's workqueue: 1000 s; a pass every 10 min checks anyway). */
+export const MAX_DELAY_MS = 300_000;
+/** How long a terminal failure holds its attempt when nothing changes (an RBAC fix espejo cannot see). */
+export const TERMINAL_HOLD_MS = 3_600_000;
+/** The longest wait of a fight when no reconcile interval is set (with one, the interval). */
+export const MAX_FIGHT_DELAY_MS = 600_000;
+/** The first wait after a status write failed. */
+export const STATUS_RETRY_BASE_MS = 2_000;
+/** The first wait between two looks at a deleted SyncConfig whose objects are not all gone yet. */
+export const PRUNE_RELOOK_BASE_MS = 5_000;
+/** How soon a unit comes back while a cache it must prune from is still listing. */
+export const LISTING_RECHECK_MS = 5_000;
+/** The first wait after a finalizer update met a conflict (mostly espejo's own status write in between). */
+export const FINALIZER_CONFLICT_BASE_MS = 1_000;
+/** The first wait after a finalizer update failed otherwise. */
+export const FINALIZER_FAILURE_BASE_MS = 10_000;
 
 /** How long the next restore of an object waits after the `moves`-th move of its fight (0 moves: none). */
 export function fightDelayMs(moves: number, maxMs: number): number {
-  return moves <= 0 ? 0 : Math.min(maxMs, BASE_DELAY_MS * 2 ** (moves - 1));
-}
-
-/** How long the same attempt waits after its `failures`-th transient failure in a row, before jitter. */
-export function backoffMs(failures: number, baseMs: number, maxMs: number): number {
-  return failures <= 0 ? 0 : Math.min(maxMs, baseMs * 2 ** (failures - 1));
+  return exponentialMs(moves, BASE_DELAY_MS, maxMs);
 }
 
 /** What a piece of work the queue handed out asks of it afterwards. */

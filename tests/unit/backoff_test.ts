@@ -1,8 +1,8 @@
 /** The reflector's retry decision after each list-and-watch round (see nextRound in lib/kube/backoff.ts). */
 import assert from "node:assert/strict";
-import { backoffMs, nextRound, type Round } from "../../lib/kube/backoff.ts";
+import { exponentialMs, nextRound, type Round, watchBackoffMs } from "../../lib/kube/backoff.ts";
 
-/** backoffMs(n) is 800 ms × 2^(n-1), at most 30 s, ±20 %. */
+/** watchBackoffMs(n) is 800 ms × 2^(n-1), at most 30 s, ±20 %. */
 const within = (ms: number, failures: number) => {
   const base = Math.min(30_000, 800 * 2 ** (failures - 1));
   return ms >= Math.floor(base * 0.8) && ms <= Math.ceil(base * 1.2);
@@ -51,9 +51,9 @@ function withRandom<T>(r: number, fn: () => T): T {
   }
 }
 
-Deno.test("backoffMs doubles from 0.8 s to the 30 s cap, at most 20 % either way", () => {
+Deno.test("watchBackoffMs doubles from 0.8 s to the 30 s cap, at most 20 % either way", () => {
   const failures = [1, 2, 3, 4, 5, 6, 7, 8, 20];
-  assert.deepEqual(failures.map((n) => withRandom(0.5, () => backoffMs(n))), [
+  assert.deepEqual(failures.map((n) => withRandom(0.5, () => watchBackoffMs(n))), [
     800,
     1_600,
     3_200,
@@ -64,7 +64,7 @@ Deno.test("backoffMs doubles from 0.8 s to the 30 s cap, at most 20 % either way
     30_000,
     30_000,
   ]);
-  assert.deepEqual(failures.map((n) => withRandom(0, () => backoffMs(n))), [
+  assert.deepEqual(failures.map((n) => withRandom(0, () => watchBackoffMs(n))), [
     640,
     1_280,
     2_560,
@@ -75,7 +75,7 @@ Deno.test("backoffMs doubles from 0.8 s to the 30 s cap, at most 20 % either way
     24_000,
     24_000,
   ]);
-  assert.deepEqual(failures.map((n) => withRandom(1 - Number.EPSILON, () => backoffMs(n))), [
+  assert.deepEqual(failures.map((n) => withRandom(1 - Number.EPSILON, () => watchBackoffMs(n))), [
     960,
     1_920,
     3_840,
@@ -99,4 +99,9 @@ Deno.test("nextRound: failures in a row wait 0.8 s, 1.6 s, 3.2 s, ... as the out
   assert.deepEqual(waits, [800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000]);
   // The first failure of a watch that was healthy (the server just went away) starts at 0.8 s again.
   assert.equal(withRandom(0.5, () => nextRound(failures, { healthy: true, ended: "failed" })).waitMs, 800);
+});
+
+Deno.test("exponentialMs: 0 before any failure, then the base, doubling up to the cap", () => {
+  assert.deepEqual([0, 1, 2, 3, 10].map((f) => exponentialMs(f, 1000, 300_000)), [0, 1000, 2000, 4000, 300_000]);
+  assert.deepEqual([1, 2, 3, 4].map((f) => exponentialMs(f, 800, 3_000)), [800, 1600, 3000, 3000]);
 });

@@ -35,7 +35,7 @@ function recordingParts() {
     },
     syncEvents: { forget: tell("sync events") },
     configs: { forgetConfig: tell("templated deleteItems warnings") },
-    workers: { forgetNamespace: tell("work retries"), forgetConfig: tell("work retries") },
+    queue: { forget: tell("work retries") },
     executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
     caches: { forgetNamespace: tell("created index") },
     metrics: new Metrics(),
@@ -55,7 +55,7 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
     "ledger gone",
     "selection gone",
     "status writer gone",
-    "work retries gone",
+    "work retries ns/gone",
   ]);
   books.configGone("espejo/gone");
   assert.deepEqual(told.sort(), [
@@ -64,7 +64,9 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
     "status writer espejo/gone",
     "sync events espejo/gone",
     "templated deleteItems warnings espejo/gone",
-    "work retries espejo/gone",
+    "work retries cfg/espejo/gone",
+    "work retries prune/espejo/gone",
+    "work retries status/espejo/gone",
   ]);
 });
 
@@ -113,14 +115,14 @@ Deno.test("registerBooks: every class in lib/ that forgets a namespace or SyncCo
   const lib = new URL("../../lib/", import.meta.url);
   /** Books inside a registered part: its forget calls theirs. */
   const heldBy: Record<string, string> = {
-    RetryBook: "sync/executor.ts", // and the workers' and the status writer's
+    RetryBook: "sync/executor.ts",
     ServerAdds: "sync/executor.ts",
     StatusSchedule: "controller/status_writer.ts",
     CreatedIndex: "sync/resource_caches.ts",
     SelectionIndex: "model/registry.ts",
   };
   /** Registered by shape (they import key_books.ts, which must not import them back): the field that takes them. */
-  const byShape: Record<string, string> = { ConfigChanges: "configs", Workers: "workers" };
+  const byShape: Record<string, string> = { ConfigChanges: "configs" };
   /** Forgets one object of a cache, not a key. */
   const perObject = new Set(["Reflector"]);
   const registered = await Deno.readTextFile(new URL("controller/key_books.ts", lib));

@@ -232,6 +232,47 @@ Deno.test("WorkQueue shutdown cancels keys waiting in addAfter", async () => {
   }
 });
 
+Deno.test("WorkQueue addRateLimited backs a key off by its failures in a row; forget starts it over", async () => {
+  const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
+  try {
+    const q = new WorkQueue<string>(2, undefined, () => 1); // no jitter: the schedule itself
+    const waits = [1, 2, 3, 4, 5].map(() => q.addRateLimited("a", 0, { baseMs: 1_000 }));
+    assert.deepEqual(waits, [1_000, 2_000, 4_000, 8_000, 16_000], "doubling from the base asked");
+    assert.equal(q.numRequeues("a"), 5);
+    assert.equal(q.addRateLimited("b", 0, { baseMs: 5_000, capMs: 3_000 }), 3_000, "never later than the cap");
+    clock.tick(999);
+    assert.equal(q.length(), 0, "not before its wait");
+    clock.tick(1);
+    assert.deepEqual(withoutWait(await q.get()), { key: "a", priority: 0 });
+    q.done("a");
+    q.forget("a");
+    assert.equal(q.numRequeues("a"), 0);
+    assert.equal(q.addRateLimited("a", 0, { baseMs: 1_000 }), 1_000, "after forget, the back-off starts over");
+    for (let i = 0; i < 30; i++) q.addRateLimited("c", 0, { baseMs: 1_000 });
+    assert.equal(q.addRateLimited("c", 0, { baseMs: 1_000 }), 300_000, "at most the policy's longest wait");
+    q.shutdown();
+    assert.equal(q.numRequeues("b"), 0, "shutdown forgets every count");
+    assert.equal(q.keysKept, 0);
+  } finally {
+    clock.uninstall();
+  }
+});
+
+Deno.test("WorkQueue addRateLimited jitters each wait by at most 20 % either way", () => {
+  const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
+  try {
+    const q = new WorkQueue<string>(1);
+    for (let i = 0; i < 200; i++) {
+      q.forget("a");
+      const ms = q.addRateLimited("a", 0, { baseMs: 2_000 });
+      assert.ok(ms >= 1_600 && ms <= 2_400, `${ms} ms`);
+    }
+    q.shutdown();
+  } finally {
+    clock.uninstall();
+  }
+});
+
 type Op = { op: "add"; key: string; priority: number } | { op: "get" } | { op: "done"; which: number };
 
 const ops = fc.array(

@@ -6,13 +6,13 @@ import assert from "node:assert/strict";
 import {
   afterTry,
   afterWork,
-  backoffMs,
   fightDelayMs,
   type Requeue,
   type RetryDecision,
   type TryOutcome,
   type WorkFacts,
 } from "../../lib/sync/retry_policy.ts";
+import { exponentialMs } from "../../lib/kube/backoff.ts";
 import { FightBook } from "../../lib/sync/fights.ts";
 
 Deno.test("afterTry: the table of outcomes, restores and what the books keep", () => {
@@ -33,7 +33,7 @@ Deno.test("afterTry: the table of outcomes, restores and what the books keep", (
   }
 });
 
-Deno.test("fightDelayMs and backoffMs double from 1 s up to their limit", () => {
+Deno.test("fightDelayMs and exponentialMs double from 1 s up to their limit", () => {
   assert.deepEqual([0, 1, 2, 3, 4, 5, 6].map((m) => fightDelayMs(m, 10_000)), [
     0,
     1000,
@@ -43,7 +43,7 @@ Deno.test("fightDelayMs and backoffMs double from 1 s up to their limit", () => 
     10_000,
     10_000,
   ]);
-  assert.deepEqual([0, 1, 2, 10].map((f) => backoffMs(f, 1000, 300_000)), [0, 1000, 2000, 300_000]);
+  assert.deepEqual([0, 1, 2, 10].map((f) => exponentialMs(f, 1000, 300_000)), [0, 1000, 2000, 300_000]);
 });
 
 Deno.test("FightBook: a writer as fast as it can gets a bounded number of moves from espejo", () => {

@@ -132,18 +132,19 @@ Deno.test("StatusSchedule: a status held by its work is due at the later of the 
   assert.deepEqual(s.takeReady(), ["cfg/a"]);
 });
 
-Deno.test("StatusSchedule: a failed write is due again after its back-off, not before", () => {
+Deno.test("StatusSchedule: a failed write is held until the queue's back-off releases it, not before", () => {
   const { s, clock } = schedule();
   s.markDirty("cfg/a");
   assert.deepEqual(s.takeReady(), ["cfg/a"]);
-  s.retryAfter("cfg/a", 2_000);
-  clock.ms = 1_999;
-  assert.deepEqual(s.takeReady(), []);
-  assert.equal(s.untilNextDueMs(), 1);
-  clock.ms = 2_000;
+  s.hold("cfg/a");
+  s.markDirty("cfg/a");
+  clock.ms = 60_000;
+  assert.deepEqual(s.takeReady(), [], "held however long and however often it changes");
+  assert.equal(s.untilNextDueMs(), undefined, "the queue's back-off brings it back, not the writer's wait");
+  s.release("cfg/a");
   assert.deepEqual(s.takeReady(), ["cfg/a"]);
   s.markDirty("cfg/a");
-  clock.ms = 3_000;
+  clock.ms = 61_000;
   assert.deepEqual(s.takeReady(), ["cfg/a"], "a later change waits only for the gap again");
 });
 

@@ -9,7 +9,7 @@ import { ApiError } from "../../lib/kube/errors.ts";
 import { EventRecorder } from "../../lib/kube/events.ts";
 import { Reflector } from "../../lib/kube/reflector.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
-import { StatusWriter } from "../../lib/controller/status_writer.ts";
+import { type StatusDeps, StatusWriter } from "../../lib/controller/status_writer.ts";
 import { SyncEvents } from "../../lib/controller/sync_events.ts";
 import { decodeSyncConfig } from "../../lib/sync/syncconfig_api.ts";
 import { compileSyncConfig, type SyncConfig } from "../../lib/model/syncconfig.ts";
@@ -41,7 +41,7 @@ class RecordingClient implements KubeClient {
   request<T>(req: KubeRequest): Promise<T> {
     this.requests.push(req);
     if (req.method === "GET") return Promise.resolve(this.current() as T);
-    if (req.path.endsWith("/events")) return Promise.resolve({} as T);
+    if (req.path.includes("/events")) return Promise.resolve({} as T); // an Event, or its series' count
     const reply = this.patchReplies.shift() ?? new Error("no reply left");
     return reply instanceof Error ? Promise.reject(reply) : Promise.resolve(reply as T);
   }
@@ -56,7 +56,8 @@ class RecordingClient implements KubeClient {
 async function flushOnce(
   client: RecordingClient,
   cached: SyncConfig,
-  until: () => boolean,
+  until: (writer: StatusWriter) => boolean,
+  retries: StatusDeps["retries"] = { addRateLimited: () => 0, forget: () => {} },
 ): Promise<void> {
   const syncConfigs = new Reflector<SyncConfig>(client, { path: "/unused", decode: decodeSyncConfig });
   syncConfigs.upsert(cached);
@@ -67,12 +68,13 @@ async function flushOnce(
     total: () => ({ synced: 0, deleted: 0, failed: 0, errors: [] }),
     events: new SyncEvents(new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" })),
     metrics: new Metrics(),
+    retries,
   });
   const stop = new AbortController();
   writer.changed(KEY);
   const running = writer.run(stop.signal);
   const deadline = Date.now() + 5_000;
-  while (!until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  while (!until(writer) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   stop.abort();
   writer.kick();
   await running;
@@ -115,6 +117,28 @@ Deno.test("StatusWriter: a second conflict waits for the next flush instead of l
   });
   assert.equal(patchesThen, 2, "two patches in the first 200 ms, not a loop");
   assert.equal(readsThen, 1);
+});
+
+Deno.test("StatusWriter: a failed write comes back by the queue's back-off; one that goes through forgets it", async () => {
+  const client = new RecordingClient(
+    [new ApiError(500, "InternalError", "etcd is slow"), syncConfig("11")],
+    () => syncConfig("11"),
+  );
+  const asked: string[] = [];
+  let released = false;
+  await flushOnce(client, syncConfig("10"), (writer) => {
+    // Held until the queue hands its key out (tests/unit/status_schedule_test.ts): here, at once.
+    if (asked.length === 1 && !released) {
+      released = true;
+      writer.retryDue(KEY);
+    }
+    return client.patches().length >= 2 && asked.includes(`forget status/${KEY}`);
+  }, {
+    addRateLimited: (key, priority, { baseMs }, tag) => (asked.push(`backoff ${key} p${priority} ${tag} ${baseMs}`), 0),
+    forget: (key) => void asked.push(`forget ${key}`),
+  });
+  assert.deepEqual(asked, [`backoff status/${KEY} p0 retry 2000`, `forget status/${KEY}`]);
+  assert.equal(client.patches().length, 2);
 });
 
 Deno.test("StatusWriter: after a conflict, a new generation is not written over; its watch event recomputes", async () => {
@@ -206,6 +230,7 @@ Deno.test(
           new EventRecorder(client, { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig" }),
         ),
         metrics: new Metrics(),
+        retries: { addRateLimited: () => 0, forget: () => {} },
       });
       const running = writer.run(stop.signal);
       writer.queued(["cfg/big"], "team-a");

@@ -18,6 +18,8 @@ type Work = UnitResult | WorkFacts | Error;
 async function runWorkers(keys: [string, Trigger][], answers: Record<string, Work>) {
   const todo = [...keys];
   const requeued: string[] = [];
+  const forgotten: string[] = [];
+  const retried: string[] = [];
   const done: string[] = [];
   const ledger = new StatusLedger();
   ledger.track("espejo/a");
@@ -34,7 +36,12 @@ async function runWorkers(keys: [string, Trigger][], answers: Record<string, Wor
         return Promise.resolve(next && { key: next[0], priority: 0, tag: next[1], waitedMs: 0 });
       },
       done: (key) => done.push(key),
-      addAfter: (key, priority, ms, tag) => requeued.push(`${key} p${priority} ${tag} ${ms <= 1200 ? "<=1.2s" : ms}`),
+      addAfter: (key, priority, ms, tag) => requeued.push(`${key} p${priority} ${tag} after ${ms}`),
+      addRateLimited: (key, priority, { baseMs, capMs }, tag) => {
+        requeued.push(`${key} p${priority} ${tag} backoff from ${baseMs}${capMs === undefined ? "" : ` to ${capMs}`}`);
+        return 0;
+      },
+      forget: (key) => void forgotten.push(key),
       get idle() {
         return todo.length === 0;
       },
@@ -43,14 +50,14 @@ async function runWorkers(keys: [string, Trigger][], answers: Record<string, Wor
     configs: { process: (key) => answer(`cfg/${key}`) },
     pruning: { settle: (key) => answer(`prune/${key}`) },
     ledger,
-    statusWriter: { changed: () => {}, finished: () => {} },
+    statusWriter: { changed: () => {}, finished: () => {}, retryDue: (key) => void retried.push(key) },
     freshness,
     pass: new PassTracker(() => {}),
     metrics,
   });
   await workers.run(1);
   const syncs = metrics.registry.values("espejo_syncs_total").map((v) => `${v.labels.trigger} ${v.labels.result}`);
-  return { requeued, done, ledger, freshness, syncs };
+  return { requeued, forgotten, retried, done, ledger, freshness, syncs };
 }
 
 const unitResult = (o: Partial<UnitResult> = {}): UnitResult => ({
@@ -82,6 +89,8 @@ Deno.test("Workers: every kind of work comes back by the one retry policy", asyn
     ["cfg/espejo/bug", "syncconfig"],
     ["cfg/espejo/settling", "syncconfig"],
     ["prune/espejo/left", "syncconfig"],
+    ["ns/fighting", "namespace"],
+    ["status/espejo/a", "retry"],
   ], {
     "ns/held": unitResult({ retryInMs: 3000 }),
     "ns/transient": unitResult({ retry: true, failed: true }),
@@ -89,18 +98,22 @@ Deno.test("Workers: every kind of work comes back by the one retry policy", asyn
     "cfg/espejo/bug": new Error("boom"),
     "cfg/espejo/settling": { retry: true, baseMs: 1000 },
     "prune/espejo/left": { retry: true, baseMs: 5000 },
+    "ns/fighting": unitResult({ retry: true, failed: true, retryInMs: 2000 }),
   });
+  // The queue backs off (tests/unit/queue_test.ts): the workers only say from what, and forget what succeeded.
   assert.deepEqual(r.requeued, [
-    "ns/held p0 retry 3000",
-    "ns/transient p0 retry <=1.2s",
-    "ns/bug p0 retry <=1.2s",
-    "cfg/espejo/bug p0 retry <=1.2s",
+    "ns/held p0 retry after 3000",
+    "ns/transient p0 retry backoff from 1000",
+    "ns/bug p0 retry backoff from 1000",
+    "cfg/espejo/bug p0 retry backoff from 1000",
     // A settle left to try again is retried as pruning's own item: not the SyncConfig's, which queues its namespaces.
-    "prune/espejo/settling p0 retry <=1.2s",
-    `prune/espejo/left p0 retry ${r.requeued[5].split(" ").pop()}`,
+    "prune/espejo/settling p0 retry backoff from 1000",
+    "prune/espejo/left p0 retry backoff from 5000",
+    "ns/fighting p0 retry backoff from 1000 to 2000",
   ]);
-  const relook = Number(r.requeued[5].split(" ").pop());
-  assert.ok(relook >= 4000 && relook <= 6000, `the pruning look backs off from its own 5 s: ${relook}`);
+  assert.deepEqual(r.forgotten, ["ns/held", "cfg/espejo/settling"], "what needs no back-off starts it over");
+  // A status write due again is the writer's: it forgets its count only once a write went through.
+  assert.deepEqual(r.retried, ["espejo/a"]);
   assert.deepEqual(r.syncs.sort(), ["interval failed", "namespace failed", "namespace success"]);
   assert.equal(r.freshness.isFresh("held", Date.now()), false, "a unit that must come back is not fresh");
 });
