@@ -23,6 +23,7 @@ import {
 import { listEach } from "./list.ts";
 import { isAtLeast, isOlder } from "./resource_version.ts";
 import { ObjectStore } from "./store.ts";
+import { FillProgress } from "./fill_progress.ts";
 import { decodingSafely } from "./safe_decode.ts";
 import type { ChangeHandler, ChangeType, ReflectorOptions } from "./reflector_options.ts";
 
@@ -40,8 +41,10 @@ export class Reflector<T> {
   #watchList = true;
   /** Events (bookmarks included) the current watch delivered: a watch that delivered any was healthy. */
   #watchEvents = 0;
-  /** Events delivered over the reflector's life: a waiter tells a cache still filling from one that is stuck. */
+  /** Events delivered over the reflector's life (logs and gauges). */
   #received = 0;
+  /** What a waiter for the first fill sleeps on: arrivals stamped, the fill's end told (no poll). */
+  readonly #fill = new FillProgress();
   #stop?: AbortSignal;
   #synced = false;
   #resolveSynced!: () => void;
@@ -71,6 +74,14 @@ export class Reflector<T> {
   /** How many objects and events (bookmarks included) its lists and watches delivered so far; grows while it fills. */
   get received(): number {
     return this.#received;
+  }
+
+  /**
+   * Resolves once the first fill settles (synced, failed or stopped) or nothing arrived for `stallMs`; see
+   * lib/kube/fill_progress.ts.
+   */
+  settledOrStalled(stallMs: number): Promise<void> {
+    return this.#fill.settledOrStalled(stallMs);
   }
 
   /** Whether the reflector was stopped: it will never fill (a waiter must not wait for it). */
@@ -130,6 +141,7 @@ export class Reflector<T> {
    */
   async run(signal: AbortSignal): Promise<void> {
     this.#stop = signal;
+    signal.addEventListener("abort", () => this.#fill.settled(), { once: true });
     let failures = 0;
     while (!signal.aborted) {
       let watchStarted = 0;
@@ -161,6 +173,7 @@ export class Reflector<T> {
           round = { healthy: healthy(), ended: "gone" };
         } else {
           this.lastError = error = e;
+          this.#fill.settled();
           const retryAfterMs = e instanceof ApiError && e.retryAfterSeconds ? e.retryAfterSeconds * 1000 : 0;
           round = { healthy: healthy(), ended: "failed", retryAfterMs };
         }
@@ -185,6 +198,7 @@ export class Reflector<T> {
       this.opts.pageSize ?? 100,
       (raw) => {
         this.#received++;
+        this.#fill.arrived();
         state.add(raw);
       },
     );
@@ -198,6 +212,7 @@ export class Reflector<T> {
     if (!this.#synced) {
       this.#synced = true;
       this.#resolveSynced();
+      this.#fill.settled();
     }
   }
 
@@ -232,6 +247,7 @@ export class Reflector<T> {
         timer = setTimeout(() => idle.abort(), idleMs);
         this.#watchEvents++;
         this.#received++;
+        this.#fill.arrived();
         this.lastError = undefined; // bookmarks included: the watch is alive
         if (!initial || ev.type === "ERROR") this.#apply(ev);
         else if (endsInitialEvents(ev)) {

@@ -19,34 +19,18 @@ export function cacheProblem(resource: ResourceInfo, e: unknown): string {
 export interface FillingCache {
   hasSynced: boolean;
   lastError: unknown;
-  synced: Promise<void>;
   stopped: boolean;
-  /** Objects and events delivered so far: grows while the cache fills. */
-  received: number;
+  /** Resolves once the first fill settles (synced, failed, stopped) or nothing arrived for `stallMs`. */
+  settledOrStalled(stallMs: number): Promise<void>;
 }
 
 /**
  * Waits for a cache's first list for as long as it keeps filling; gives up after `stallMs` without an object
  * arriving, at once when listing has failed (e.g. 403), to report it, and when the cache was stopped meanwhile (its
- * kind no longer named: it will never fill, and the unit must not hang on it).
+ * kind no longer named: it will never fill, and the unit must not hang on it). The cache wakes the wait
+ * (lib/kube/fill_progress.ts): no poll, no timer here.
  */
 export async function ready(cache: FillingCache, stallMs = CACHE_STALL_MS): Promise<boolean> {
-  if (cache.hasSynced) return true;
-  // One reaction on `synced` for the whole wait: one per look would pile up for as long as the cache fills.
-  let wake: (() => void) | undefined;
-  void cache.synced.then(() => wake?.());
-  let received = cache.received;
-  let deadline = Date.now() + stallMs;
-  while (!cache.hasSynced) {
-    if (cache.lastError || cache.stopped) return false;
-    if (cache.received !== received) {
-      received = cache.received;
-      deadline = Date.now() + stallMs;
-    } else if (Date.now() > deadline) return false;
-    await new Promise<void>((resolve) => {
-      wake = resolve;
-      setTimeout(resolve, 50);
-    });
-  }
-  return true;
+  if (!cache.hasSynced && !cache.lastError && !cache.stopped) await cache.settledOrStalled(stallMs);
+  return cache.hasSynced;
 }

@@ -1,97 +1,113 @@
-/** Waiting for a cache's first list (lib/sync/resource_caches.ts `ready`): never for one that cannot fill. */
+/**
+ * Waiting for a cache's first list (lib/sync/resource_caches.ts `ready`, woken by lib/kube/fill_progress.ts): never
+ * for one that cannot fill, for as long as one keeps filling, and without a poll.
+ */
 import assert from "node:assert/strict";
+import FakeTimers from "@sinonjs/fake-timers";
+import { FillProgress } from "../../lib/kube/fill_progress.ts";
 import { ready } from "../../lib/sync/resource_caches.ts";
 
-const never = new Promise<void>(() => {});
+/** A cache as `ready` sees it, filled by hand; its progress on the fake clock `now`. */
+function fakeCache(now: () => number) {
+  const progress = new FillProgress(now);
+  return {
+    hasSynced: false,
+    lastError: undefined as unknown,
+    stopped: false,
+    progress,
+    settledOrStalled: (ms: number) => progress.settledOrStalled(ms),
+  };
+}
 
-Deno.test("ready: a synced cache is ready at once", async () => {
-  assert.equal(
-    await ready({ hasSynced: true, lastError: undefined, synced: never, stopped: false, received: 0 }),
-    true,
-  );
-});
+type Clock = ReturnType<ReturnType<typeof FakeTimers.withGlobal>["install"]>;
 
-Deno.test("ready: a cache whose list failed, or that was stopped, is given up at once", async () => {
-  const started = performance.now();
-  assert.equal(
-    await ready({ hasSynced: false, lastError: new Error("403"), synced: never, stopped: false, received: 0 }),
-    false,
-  );
+function withClock(test: (clock: Clock) => Promise<void>): () => Promise<void> {
+  return async () => {
+    const clock = FakeTimers.withGlobal(globalThis).install({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      await test(clock);
+    } finally {
+      clock.uninstall();
+    }
+  };
+}
+
+Deno.test("ready: a synced cache is ready at once, and one that failed or was stopped is given up at once", async () => {
+  const now = () => 0; // no time passes: an answer that needed a wait would never come
+  const synced = { ...fakeCache(now), hasSynced: true };
+  assert.equal(await ready(synced), true);
+  assert.equal(await ready({ ...fakeCache(now), lastError: new Error("403") }), false);
   // Stopped because no item names its kind any more: it would never fill, and a unit waiting for it held its
   // namespace for 30 s (a SyncConfig deleted and created again under its name waited that long for its first write).
-  assert.equal(
-    await ready({ hasSynced: false, lastError: undefined, synced: never, stopped: true, received: 0 }),
-    false,
-  );
-  assert.ok(performance.now() - started < 1_000);
+  assert.equal(await ready({ ...fakeCache(now), stopped: true }), false);
 });
 
-Deno.test("ready: a cache that fills while it is waited for is ready", async () => {
-  let fill!: () => void;
-  const cache = {
-    hasSynced: false,
-    lastError: undefined,
-    stopped: false,
-    received: 0,
-    synced: new Promise<void>((r) => (fill = r)),
-  };
-  const waiting = ready(cache);
-  cache.hasSynced = true;
-  fill();
-  assert.equal(await waiting, true);
-});
+Deno.test(
+  "ready: a cache that fills, fails or stops while it is waited for wakes the wait",
+  withClock(async (clock) => {
+    for (const end of ["synced", "failed", "stopped"] as const) {
+      const cache = fakeCache(() => clock.now);
+      const waiting = ready(cache, 30_000);
+      assert.equal(cache.progress.waiting, 1);
+      if (end === "synced") cache.hasSynced = true;
+      if (end === "failed") cache.lastError = new Error("403");
+      if (end === "stopped") cache.stopped = true;
+      cache.progress.settled();
+      assert.equal(await waiting, end === "synced", end);
+      assert.equal(cache.progress.waiting, 0);
+      assert.equal(clock.countTimers(), 0, "its stall timer is cleared");
+    }
+  }),
+);
 
-Deno.test("ready: a cache still filling is waited for past the stall time; one that stalls is given up", async () => {
-  const stallMs = 1_000;
-  // Filling: an object arrives every 100 ms for 2.5 stall times, then it is filled.
-  let fill!: () => void;
-  const filling = {
-    hasSynced: false,
-    lastError: undefined,
-    stopped: false,
-    received: 0,
-    synced: new Promise<void>((r) => (fill = r)),
-  };
-  const timer = setInterval(() => {
-    if (++filling.received < 25) return;
-    clearInterval(timer);
+Deno.test(
+  "ready: a cache still filling is waited for past the stall time; one that stalls is given up after it, not before",
+  withClock(async (clock) => {
+    const stallMs = 1_000;
+    // Filling: an object arrives every 100 ms for 2.5 stall times, then it is filled.
+    const filling = fakeCache(() => clock.now);
+    const waiting = ready(filling, stallMs);
+    for (let i = 0; i < 25; i++) {
+      await clock.tickAsync(100);
+      filling.progress.arrived();
+    }
     filling.hasSynced = true;
-    fill();
-  }, 100);
-  assert.equal(await ready(filling, stallMs), true);
+    filling.progress.settled();
+    assert.equal(await waiting, true);
 
-  // Stalled: nothing arrives; given up once the stall time has passed, not before.
-  const started = performance.now();
-  const stalled = { hasSynced: false, lastError: undefined, stopped: false, received: 5, synced: never };
-  assert.equal(await ready(stalled, stallMs), false);
-  assert.ok(performance.now() - started >= stallMs);
-});
+    // Stalled: nothing arrives; given up once the stall time has passed since the last arrival, not before.
+    const stalled = fakeCache(() => clock.now);
+    stalled.progress.arrived();
+    let given: boolean | undefined;
+    void ready(stalled, stallMs).then((r) => (given = r));
+    await clock.tickAsync(600);
+    stalled.progress.arrived();
+    await clock.tickAsync(999);
+    assert.equal(given, undefined, "1 s has not passed since the last arrival");
+    await clock.tickAsync(1);
+    assert.equal(given, false);
+  }),
+);
 
-Deno.test("ready: a long wait holds one reaction on the cache's promise, not one per look", async () => {
-  let reactions = 0;
-  const synced = new Promise<void>(() => {});
-  const counting = {
-    then(onFulfilled?: () => unknown) {
-      reactions++;
-      return synced.then(onFulfilled);
-    },
-  } as unknown as Promise<void>;
-  let received = 0;
-  const cache = {
-    hasSynced: false,
-    lastError: undefined,
-    stopped: false,
-    synced: counting,
-    get received() {
-      return received;
-    },
-  };
-  const timer = setInterval(() => received++, 20);
-  const waiting = ready(cache, 1_000);
-  // Polled until a dozen looks have passed (a look every 50 ms), then stopped by a failure.
-  while (received < 30) await new Promise((r) => setTimeout(r, 20));
-  (cache as { lastError: unknown }).lastError = new Error("403");
-  assert.equal(await waiting, false);
-  clearInterval(timer);
-  assert.equal(reactions, 1);
-});
+Deno.test(
+  "ready: a cache filling for a long time wakes a waiter once per stall time, not once per object",
+  withClock(async (clock) => {
+    const cache = fakeCache(() => clock.now);
+    let looks = 0;
+    const setTimeoutBefore = globalThis.setTimeout;
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => (looks++, setTimeoutBefore(fn, ms))) as typeof setTimeout;
+    try {
+      const waiting = ready(cache, 1_000);
+      for (let i = 0; i < 10_000; i++) {
+        cache.progress.arrived(); // 10,000 objects over 10 s
+        await clock.tickAsync(1);
+      }
+      cache.hasSynced = true;
+      cache.progress.settled();
+      assert.equal(await waiting, true);
+    } finally {
+      globalThis.setTimeout = setTimeoutBefore;
+    }
+    assert.ok(looks <= 11, `${looks} timers for 10 s of filling with a stall time of 1 s`);
+  }),
+);
