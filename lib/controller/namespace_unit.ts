@@ -1,7 +1,9 @@
 /**
  * The unit of work: one namespace synced against every valid SyncConfig that selects it, then its prune step.
  * Returns what it came to ({@link UnitResult}: each SyncConfig's counts, what it wrote, whether and when to come
- * back) and records nothing itself: the worker (worker.ts) keeps the books of a finished unit in one place.
+ * back). It keeps no books itself: the worker (worker.ts) keeps those of a finished unit in one place; only the
+ * changes of its items are handed, as they are written, to the Events of the next status flush (sync_events.ts
+ * `recordChange`), since an Event names the object and what was done to it, which the counts do not keep.
  */
 import { contradictions } from "../model/contradictions.ts";
 import type { Outcome } from "../model/status.ts";

@@ -10,20 +10,17 @@
  * is left to its items, which report it; one whose discovery failed otherwise is tried again while standing by.
  */
 import { getLogger } from "@logtape/logtape";
+import { sleep } from "../kube/backoff.ts";
 import { type Discovery, namespacedOnly, UnknownKindError } from "../kube/discovery.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { ready } from "../sync/cache_ready.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
+import { WARM_DISCOVERY_RETRY_MS } from "../sync/retry_policy.ts";
 import type { ConfigChanges } from "./config_changes.ts";
 import type { Standby } from "./standby.ts";
 
 const log = getLogger(["espejo", "controller"]);
-
-/** The wait before a standby tries again a kind whose discovery failed (not: was not served). */
-const RETRY_MS = 10_000;
-/** How often a standby updates its cache gauges (a leader does before each unit). */
-const GAUGES_MS = 15_000;
 
 export interface WarmDeps {
   /** The valid compiled SyncConfigs (Registry.valid). */
@@ -31,7 +28,7 @@ export interface WarmDeps {
   configs: Pick<ConfigChanges, "catchUp" | "changed">;
   discovery: Pick<Discovery, "resolve">;
   caches: Pick<ResourceCaches, "managed" | "existing" | "sizes">;
-  metrics: Pick<Metrics, "cacheObjects">;
+  metrics: Pick<Metrics, "cacheObjects" | "registry">;
   standby: Pick<Standby, "leading">;
   /** Aborted when the controller stops. */
   signal: AbortSignal;
@@ -46,7 +43,8 @@ interface Kind {
 
 export class WarmCaches {
   #started = false;
-  #retry?: ReturnType<typeof setTimeout>;
+  /** A standby's next look at kinds whose discovery failed is pending. */
+  #retrying = false;
 
   constructor(private readonly d: WarmDeps) {}
 
@@ -56,16 +54,11 @@ export class WarmCaches {
     this.#started = true;
     this.d.configs.catchUp();
     void this.#warm();
-    // A standby's gauges of its managed caches, which a leader sets before each unit. Not the SyncConfig cache's:
-    // EspejoStalled reads that series as "this process should be passing", and a standby does not pass.
-    const gauges = setInterval(() => {
-      if (this.d.standby.leading) clearInterval(gauges);
-      else this.#observe();
-    }, GAUGES_MS);
-    this.d.signal.addEventListener("abort", () => {
-      clearInterval(gauges);
-      clearTimeout(this.#retry);
-    }, { once: true });
+    // A standby's gauges of its managed caches, set when scraped (a leader sets them before each unit). Not the
+    // SyncConfig cache's: EspejoStalled reads that series as "this process should be passing", and a standby does not.
+    this.d.metrics.registry.onCollect(() => {
+      if (!this.d.standby.leading) this.#observe();
+    });
   }
 
   /**
@@ -101,9 +94,13 @@ export class WarmCaches {
       }
     }));
     if (signal.aborted) return;
-    if (failed && !this.d.standby.leading) {
-      clearTimeout(this.#retry);
-      this.#retry = setTimeout(() => void this.#warm(), RETRY_MS);
+    if (failed && !this.d.standby.leading && !this.#retrying) {
+      // A standby runs no workers, so the queue cannot bring this back: a wait that the controller's stop ends.
+      this.#retrying = true;
+      void sleep(WARM_DISCOVERY_RETRY_MS, signal).then(() => {
+        this.#retrying = false;
+        if (!signal.aborted) void this.#warm();
+      });
     }
     const filling = started.filter((s) => s !== undefined && !s.cache.hasSynced).map((s) => s!);
     if (!filling.length) return;
@@ -123,7 +120,6 @@ export class WarmCaches {
         role: standby ? "; standing by until this replica takes the Lease" : "",
       },
     );
-    if (standby) this.#observe();
   }
 
   #observe(): void {

@@ -73,6 +73,8 @@ export const LISTING_RECHECK_MS = 5_000;
 export const FINALIZER_CONFLICT_BASE_MS = 1_000;
 /** The first wait after a finalizer update failed otherwise. */
 export const FINALIZER_FAILURE_BASE_MS = 10_000;
+/** How soon a standby looks again at the kinds whose discovery failed (not: was not served), until it leads. */
+export const WARM_DISCOVERY_RETRY_MS = 10_000;
 
 /** How long the next restore of an object waits after the `moves`-th move of its fight (0 moves: none). */
 export function fightDelayMs(moves: number, maxMs: number): number {
