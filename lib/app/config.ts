@@ -4,11 +4,11 @@
  * Go's pflag reads them (lib/app/flags.ts).
  */
 import { FlagError, type FlagSpec, invalidValue, parseFlags, usage } from "./flags.ts";
-import { parseGoDuration } from "./duration.ts";
+import { goDuration, type ListenAddr, parseListenAddr, positiveNumber, wholeAtLeastOne } from "./flag_values.ts";
 import { findSubcommand, firstCommandWord, strayWords, SUBCOMMANDS, unknownCommand } from "./subcommands.ts";
 import { namespaceNameProblem, parseNamespaceList } from "./namespace_names.ts";
 
-export { FlagError, namespaceNameProblem };
+export { FlagError, type ListenAddr, namespaceNameProblem, parseListenAddr };
 
 export interface Config {
   reconcileIntervalMs: number;
@@ -36,45 +36,6 @@ export interface Config {
   pruneDefault: boolean;
   /** Delegated mode: the namespaces whose SyncConfigs may write as espejo (`--trusted-namespaces`); undefined: off. */
   trustedNamespaces: string[] | undefined;
-}
-
-export interface ListenAddr {
-  hostname: string;
-  port: number;
-}
-
-/** `:8080`, `127.0.0.1:8080`, `[::1]:8080`; `0` disables the server (as in controller-runtime). */
-export function parseListenAddr(text: string): ListenAddr | undefined {
-  if (text === "0") return undefined;
-  const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(text);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) {
-    throw new Error(`"${text}" is not an address: use host:port, :port, or 0 to disable`);
-  }
-  const host = m[1].replace(/^\[|\]$/g, "");
-  // No host: every address, IPv6 and IPv4 (Go listens dual-stack on ":port"); see lib/http_server.ts.
-  return { hostname: host || "::", port };
-}
-
-/** A Go duration in milliseconds; zero is refused unless `zeroAllowed`, negative always. */
-function goDuration(text: string, zeroAllowed = false): number {
-  const ms = parseGoDuration(text);
-  if (ms < 0 || (ms === 0 && !zeroAllowed)) {
-    throw new Error(`"${text}" must ${zeroAllowed ? "not be negative" : "be positive"}`);
-  }
-  return ms;
-}
-
-function positiveNumber(text: string): number {
-  const n = Number(text);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`"${text}" is not a positive number`);
-  return n;
-}
-
-function wholeAtLeastOne(text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`"${text}" is not a whole number of at least 1`);
-  return n;
 }
 
 const DESCRIPTION =

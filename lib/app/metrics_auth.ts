@@ -27,6 +27,8 @@ import type { KubeClient } from "../kube/client.ts";
 import { ApiError } from "../kube/errors.ts";
 import { OverBudget, RETRY_AFTER_SECONDS, ReviewBudget, type ReviewBudgetOptions } from "./review_budget.ts";
 import { TtlCache } from "./ttl_cache.ts";
+import { accessReview, type Authentication, type Authorization, tokenReview, type UserInfo } from "./scrape_reviews.ts";
+import { CHECK_TIMEOUT_MS, Flight, GONE, type Verdict } from "./shared_check.ts";
 
 const log = getLogger(["espejo", "metrics"]);
 
@@ -40,8 +42,6 @@ export const MAX_CACHED = 1024;
 /** A token allowed within this long goes before unknown tokens when its verdict must be renewed. */
 export const KNOWN_MS = 15 * 60_000;
 const MAX_KNOWN = 256;
-/** controller-runtime's `TokenAccessReviewTimeout`; here for the whole check, waiting for the budget included. */
-export const CHECK_TIMEOUT_MS = 10_000;
 /** Longer Authorization headers are refused unreviewed (a ServiceAccount token is 1-2 KB; 4 KB is fine). */
 export const MAX_AUTHORIZATION_BYTES = 8192;
 /**
@@ -57,27 +57,7 @@ export const MAX_WAITING_SCRAPES = 64;
 /** Refusals are logged at most this often. */
 const LOG_EVERY_MS = 60_000;
 
-export type Verdict =
-  | { ok: true; user: string }
-  | { ok: false; status: 401 | 403 | 500; reason: string }
-  | { ok: false; status: 429 | 503; reason: string; retryAfterSeconds: number };
-
-interface UserInfo {
-  username: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
-
-interface TokenReviewStatus {
-  authenticated?: boolean;
-  user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
-  error?: string;
-}
-
-/** A token's authentication: the user, or why not. */
-type Authentication = { user: UserInfo } | { refused: string };
-type Authorization = { allowed: true } | { allowed: false; reason?: string };
+export { CHECK_TIMEOUT_MS, type Verdict };
 
 export interface MetricsAuthOptions {
   /** Wall-clock milliseconds, for the caches. */
@@ -187,7 +167,7 @@ export class MetricsAuth {
         let authn = this.#authentications.get(digest);
         if (!authn) {
           await pace();
-          authn = await this.#tokenReview(token, signal);
+          authn = await tokenReview(this.client, token, signal);
           this.#authentications.set(digest, authn, AUTHENTICATION_MS);
         }
         if ("refused" in authn) return { ok: false, status: 401, reason: authn.refused };
@@ -195,7 +175,7 @@ export class MetricsAuth {
         let authz = this.#authorizations.get(key);
         if (!authz) {
           await pace();
-          authz = await this.#accessReview(authn.user, path, signal);
+          authz = await accessReview(this.client, authn.user, path, signal);
           this.#authorizations.set(key, authz, authz.allowed ? ALLOWED_MS : DENIED_MS);
         }
         return verdictOf(authn.user, path, authz);
@@ -224,42 +204,6 @@ export class MetricsAuth {
       const why = e instanceof ApiError ? `${e.code} ${e.reason}: ${e.message}` : (e as Error).message;
       return { ok: false, status: 500, reason: `Internal Server Error: cannot review the request: ${why}` };
     }
-  }
-
-  async #tokenReview(token: string, signal: AbortSignal): Promise<Authentication> {
-    const review = await this.client.request<{ status?: TokenReviewStatus }>({
-      method: "POST",
-      path: "/apis/authentication.k8s.io/v1/tokenreviews",
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } },
-      signal,
-      timeoutMs: CHECK_TIMEOUT_MS,
-    });
-    const user = review.status?.user;
-    if (!review.status?.authenticated || !user?.username) {
-      return { refused: `Unauthorized: ${review.status?.error || "the token is not valid"}` };
-    }
-    return { user: { username: user.username, uid: user.uid, groups: user.groups, extra: user.extra } };
-  }
-
-  async #accessReview(user: UserInfo, path: string, signal: AbortSignal): Promise<Authorization> {
-    const access = await this.client.request<{ status?: { allowed?: boolean; reason?: string } }>({
-      method: "POST",
-      path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-      body: {
-        apiVersion: "authorization.k8s.io/v1",
-        kind: "SubjectAccessReview",
-        spec: {
-          user: user.username,
-          uid: user.uid,
-          groups: user.groups,
-          extra: user.extra,
-          nonResourceAttributes: { path, verb: "get" },
-        },
-      },
-      signal,
-      timeoutMs: CHECK_TIMEOUT_MS,
-    });
-    return access.status?.allowed ? { allowed: true } : { allowed: false, reason: access.status?.reason };
   }
 
   async #digest(token: string): Promise<string> {
@@ -300,52 +244,9 @@ function accessKey(user: UserInfo, path: string): string {
   return JSON.stringify([user.username, user.uid ?? "", user.groups ?? [], user.extra ?? {}, path]);
 }
 
-/**
- * One check shared by the requests that wait for it. Its signal aborts when every one of them has gone away, or after
- * {@link CHECK_TIMEOUT_MS}.
- */
-class Flight {
-  readonly #stop = new AbortController();
-  #waiting = 0;
-  readonly result: Promise<Verdict>;
-
-  constructor(run: (signal: AbortSignal) => Promise<Verdict>) {
-    const timer = setTimeout(
-      () => this.#stop.abort(new DOMException(`no verdict within ${CHECK_TIMEOUT_MS} ms`, "TimeoutError")),
-      CHECK_TIMEOUT_MS,
-    );
-    this.result = run(this.#stop.signal).finally(() => clearTimeout(timer));
-  }
-
-  /** The verdict, or {@link GONE} as soon as `signal` aborts (nobody reads it then). */
-  join(signal: AbortSignal): Promise<Verdict> {
-    if (signal.aborted) return Promise.resolve(GONE);
-    this.#waiting++;
-    return new Promise<Verdict>((resolve) => {
-      const gone = () => {
-        if (--this.#waiting === 0) this.#stop.abort(signal.reason);
-        resolve(GONE);
-      };
-      signal.addEventListener("abort", gone, { once: true });
-      this.result.then((v) => {
-        signal.removeEventListener("abort", gone);
-        resolve(v);
-      });
-    });
-  }
-}
-
 const TOO_MANY_WAITING: Verdict = {
   ok: false,
   status: 503,
   reason: "Service Unavailable: too many scrapes are waiting for a verdict; try again later",
-  retryAfterSeconds: RETRY_AFTER_SECONDS,
-};
-
-/** The verdict for a client that went away before it had one. */
-const GONE: Verdict = {
-  ok: false,
-  status: 503,
-  reason: "Service Unavailable: the client went away",
   retryAfterSeconds: RETRY_AFTER_SECONDS,
 };

@@ -10,7 +10,6 @@
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import type { WriteIdentity } from "../model/identity.ts";
-import { isConflict, isNotFound } from "../kube/errors.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -28,20 +27,14 @@ import {
   settlingMs,
 } from "../sync/prune.ts";
 import type { Pruner } from "../sync/pruner.ts";
-import {
-  FINALIZER_CONFLICT_BASE_MS,
-  FINALIZER_FAILURE_BASE_MS,
-  LISTING_RECHECK_MS,
-  PRUNE_RELOOK_BASE_MS,
-  type WorkFacts,
-} from "../sync/retry_policy.ts";
+import { LISTING_RECHECK_MS, PRUNE_RELOOK_BASE_MS, type WorkFacts } from "../sync/retry_policy.ts";
 import type { Step } from "../sync/step.ts";
 import type { Registry } from "../model/registry.ts";
-import { patchSyncConfig } from "../sync/syncconfig_client.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { NamespaceLookup } from "./watches.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 import { PRUNE_FINALIZER } from "../model/markers.ts";
+import { setPruneFinalizer } from "./prune_finalizer.ts";
 
 const log = getLogger(["espejo", "prune"]);
 
@@ -229,9 +222,9 @@ export class Pruning {
       case "none":
         return SETTLED;
       case "remove":
-        return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+        return await setPruneFinalizer(this.d, key, sc, false) ?? SETTLED;
       case "add": {
-        const failed = await this.#setFinalizer(key, sc, true);
+        const failed = await setPruneFinalizer(this.d, key, sc, true);
         if (failed) return failed;
         return this.#watch(key, pruner);
       }
@@ -241,7 +234,7 @@ export class Pruning {
         log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
           syncConfig: key,
         });
-        return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+        return await setPruneFinalizer(this.d, key, sc, false) ?? SETTLED;
       case "prune":
         return await this.#pruneLeft(key, sc, pruner);
     }
@@ -267,40 +260,10 @@ export class Pruning {
       const syncConfig = key;
       log.warn("SyncConfig {syncConfig} is being deleted but cannot be pruned yet: {problem}", { syncConfig, problem });
     } else if (!left.length) {
-      return await this.#setFinalizer(key, sc, false) ?? SETTLED;
+      return await setPruneFinalizer(this.d, key, sc, false) ?? SETTLED;
     }
     for (const namespace of left) this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
     // Objects that go by themselves (a namespace deleted, a tenant) leave no trace: look again, backing off.
     return { retry: true, baseMs: PRUNE_RELOOK_BASE_MS };
-  }
-
-  /** Adds or removes the finalizer, at the version seen; when that failed, when to try again. */
-  async #setFinalizer(key: string, sc: SyncConfig, present: boolean): Promise<WorkFacts | undefined> {
-    const others = (sc.metadata?.finalizers ?? []).filter((f) => f !== PRUNE_FINALIZER);
-    const finalizers = present ? [...others, PRUNE_FINALIZER] : others;
-    const [namespace, name] = key.split("/");
-    try {
-      const body = { metadata: { finalizers, resourceVersion: sc.metadata?.resourceVersion } };
-      const reply = await patchSyncConfig(this.d.client, { namespace, name }, body, {
-        urgent: true,
-        contentType: "application/merge-patch+json",
-      });
-      this.d.syncConfigs.upsert(reply);
-      log.info(`${present ? "Added" : "Removed"} finalizer {finalizer} of SyncConfig {syncConfig}`, {
-        finalizer: PRUNE_FINALIZER,
-        syncConfig: key,
-      });
-      return undefined;
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      // A conflict is mostly espejo's own status write in between: try again soon. Anything else backs off.
-      if (!isConflict(e)) {
-        log.warn("Could not update the finalizers of SyncConfig {syncConfig}: {error}", {
-          syncConfig: key,
-          error: String(e),
-        });
-      }
-      return { retry: true, baseMs: isConflict(e) ? FINALIZER_CONFLICT_BASE_MS : FINALIZER_FAILURE_BASE_MS };
-    }
   }
 }

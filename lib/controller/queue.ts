@@ -24,6 +24,7 @@
  */
 import { exponentialMs, jitter } from "../kube/backoff.ts";
 import { MAX_DELAY_MS } from "../sync/retry_policy.ts";
+import { type Entry, pop, push } from "./place_heap.ts";
 
 /**
  * How far ahead of the virtual time a key's next turn may be: the processing times a key carries over from one unit
@@ -40,7 +41,7 @@ interface Place {
 
 export class WorkQueue<K, T = undefined> {
   /** Per priority, the places of its keys in a min-heap; an entry whose key has moved or gone is skipped later. */
-  readonly #levels: { key: K; at: number; seq: number }[][];
+  readonly #levels: Entry<K>[][];
   readonly #sizes: number[];
   readonly #queued = new Map<K, Place>();
   readonly #queuedAt = new Map<K, number>();
@@ -265,38 +266,4 @@ export class WorkQueue<K, T = undefined> {
     this.#waiters = [];
     for (const w of waiters) w();
   }
-}
-
-type Entry<K> = { key: K; at: number; seq: number };
-
-const before = <K>(a: Entry<K>, b: Entry<K>) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
-
-/** Adds `e` to the binary min-heap `heap` (ordered by `at`, then `seq`). */
-function push<K>(heap: Entry<K>[], e: Entry<K>): void {
-  heap.push(e);
-  let i = heap.length - 1;
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if (!before(heap[i], heap[parent])) break;
-    [heap[i], heap[parent]] = [heap[parent], heap[i]];
-    i = parent;
-  }
-}
-
-/** Removes and returns the first entry of the binary min-heap `heap`. */
-function pop<K>(heap: Entry<K>[]): Entry<K> | undefined {
-  const top = heap[0];
-  const last = heap.pop();
-  if (!heap.length || last === undefined) return top;
-  heap[0] = last;
-  for (let i = 0;;) {
-    const l = 2 * i + 1, r = l + 1;
-    let m = i;
-    if (l < heap.length && before(heap[l], heap[m])) m = l;
-    if (r < heap.length && before(heap[r], heap[m])) m = r;
-    if (m === i) break;
-    [heap[i], heap[m]] = [heap[m], heap[i]];
-    i = m;
-  }
-  return top;
 }

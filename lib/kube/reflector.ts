@@ -76,10 +76,7 @@ export class Reflector<T> {
     return this.#received;
   }
 
-  /**
-   * Resolves once the first fill settles (synced, failed or stopped) or nothing arrived for `stallMs`; see
-   * lib/kube/fill_progress.ts.
-   */
+  /** Resolves once the first fill settles or nothing arrived for `stallMs` (lib/kube/fill_progress.ts). */
   settledOrStalled(stallMs: number): Promise<void> {
     return this.#fill.settledOrStalled(stallMs);
   }

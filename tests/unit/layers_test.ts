@@ -133,3 +133,11 @@ function importCycles(): string[][] {
 Deno.test("layers: no import cycle in lib/, type imports included (a reader can start at the bottom)", () => {
   assert.deepEqual(importCycles(), []);
 });
+
+Deno.test("layers: no hand-written file in lib/ is over 300 lines (generated ones say so and are left out)", () => {
+  const long = [...files(lib)].filter((f) => {
+    const text = Deno.readTextFileSync(f);
+    return !text.slice(0, 300).includes("Do not edit") && text.split("\n").length - 1 > 300;
+  }).map((f) => `${relative(lib, f)}: ${Deno.readTextFileSync(f).split("\n").length - 1} lines`);
+  assert.deepEqual(long, []);
+});
