@@ -1,8 +1,9 @@
 /**
- * Syncs the items of one SyncConfig in one namespace: gathers what the planner needs (the resource from discovery,
- * a filled cache, the content of an object kept without it), asks the pure planner (lib/sync/planner.ts) what to do,
- * has the applier (lib/sync/applier.ts) do it, and keeps the books: retries, fights, and what the server adds to
- * each item's writes. Each item succeeds or fails on its own (lib/sync/failures.ts names and classifies failures).
+ * Syncs the items of one SyncConfig in one namespace, each in four calls: gather what the planner needs (the resource
+ * from discovery, a filled cache, the content of an object kept without it), plan (the pure lib/sync/planner.ts),
+ * apply (lib/sync/applier.ts), and tell the books what the try came to (lib/sync/item_books.ts: retries, fights, what
+ * the server adds to each item's writes, the learning gate). Each item succeeds or fails on its own
+ * (lib/sync/failures.ts names and classifies failures).
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
@@ -10,8 +11,6 @@ import type { Reflector } from "../kube/reflector.ts";
 import { Discovery, namespacedOnly, objectPath, type ResourceInfo } from "../kube/discovery.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { extrasHash } from "../model/drift.ts";
-import { ServerAdds } from "./server_adds.ts";
-import { FightBook } from "./fights.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
 import type { DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
@@ -21,10 +20,11 @@ import { deletePlanWords, logDecision, syncPlanWords } from "./plan_words.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
-import { failure, type ItemResult, specProblem, tryOutcomeOf } from "./failures.ts";
+import { type Fail, failure, type ItemResult, specProblem, tryOutcomeOf } from "./failures.ts";
+import { ItemBooks } from "./item_books.ts";
 import {
   deleteItemSite,
-  keysOf,
+  type ItemKeys,
   planDeleteItem,
   planSyncItem,
   type PlanView,
@@ -32,21 +32,21 @@ import {
   type SyncPlan,
   type SyncTarget,
 } from "./planner.ts";
-import { afterTry, MAX_FIGHT_DELAY_MS, type TryOutcome } from "./retry_policy.ts";
-import { RetryBook } from "./retry_book.ts";
+import { MAX_FIGHT_DELAY_MS, type TryOutcome } from "./retry_policy.ts";
 import { acceptWritten, remember } from "./verdict.ts";
 import { HASH_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "executor"]);
 
+/** An item's target, and how to have its cached entry packed once the planner has judged it. */
+interface Gathered {
+  target: SyncTarget;
+  settled: () => void;
+}
+
 export class Executor {
-  readonly #fights: FightBook;
-  /** Failed writes and deletes by SyncConfig, item and namespace (see lib/sync/retry_book.ts). */
-  readonly #retries = new RetryBook<ItemResult>();
-  /** By item: what the server added to our last write of it (see lib/sync/server_adds.ts). */
-  readonly #serverAdds = new ServerAdds();
-  /** Items whose first unexplained object is being written (see syncItem). */
-  readonly #learning = new Map<string, Promise<void>>();
+  /** Retries, fights, what the server adds and the learning gate (lib/sync/item_books.ts). */
+  readonly #books: ItemBooks;
   readonly #applier: Applier;
   readonly #view: PlanView;
 
@@ -56,93 +56,89 @@ export class Executor {
     private readonly caches: ResourceCaches,
     private readonly hooks: ExecutorHooks = {},
   ) {
-    this.#fights = new FightBook(hooks.maxFightDelayMs ?? MAX_FIGHT_DELAY_MS);
+    this.#books = new ItemBooks(hooks.maxFightDelayMs ?? MAX_FIGHT_DELAY_MS, hooks.onFight);
     const claims = hooks.claims ?? (() => false);
     this.#applier = new Applier(client, claims, hooks.onWrite);
     this.#view = {
+      ...this.#books.view,
       claims,
-      serverAdds: (itemKey) => this.#serverAdds.get(itemKey),
-      fightWaitMs: (fightKey) => this.#fights.waitMs(fightKey),
-      inFight: (fightKey) => this.#fights.inFight(fightKey),
       removedByOther: (r, objectKey) => this.caches.removedByOther(r, objectKey),
-      backedOff: (key, attempt) => this.#retries.waiting(key, attempt),
     };
   }
 
+  /** One syncItem in one namespace: gather what the planner needs, plan, apply, and tell the books what came of it. */
   async syncItem(ref: ItemRef, item: SyncItemSpec): Promise<ItemResult> {
-    const name = renderTemplate(item.name, ref.namespace);
-    const site = syncItemSite(ref, item, name);
-    const fail = failure(site);
     if (item.problem) return specProblem(ref.cfg.key, `.spec.syncItems[${item.index}]`, item.problem);
-    let target: SyncTarget;
-    let settled: () => void;
-    try {
-      const resource = await this.#resolve(item.apiVersion, item.kind);
-      const { object: desired, hash } = await desiredObject(ref.cfg, item, ref.namespace);
-      const cache = this.caches.managed(resource);
-      if (!(await ready(cache))) return fail(new Error(cacheProblem(resource, cache.lastError)));
-      let observed = cache.get(`${ref.namespace}/${desired.metadata!.name}`);
-      // Kept without content while no item named it (anyone can label their objects): read it once now.
-      if (observed?.contentless) {
-        const read = () => this.#read(cache, objectPath(resource, ref.namespace, name));
-        // A large one holds MiBs while it is read and judged: one at a time (the applier's gate).
-        observed = await (observed.large ? this.#applier.large.run(read) : read());
-      }
-      target = { ...ref, item, resource, desired, hash, observed };
-      // Judged below after an await or two (the read, what the server adds): packed then, not at its next get.
-      settled = () => cache.settled(`${ref.namespace}/${desired.metadata!.name}`, target.observed);
-    } catch (e) {
-      return fail(e);
+    const site = syncItemSite(ref, item, renderTemplate(item.name, ref.namespace));
+    const fail = failure(site);
+    const gathered = await this.#gather(ref, item).catch((e: unknown) => asError(e));
+    if (gathered instanceof Error) return fail(gathered);
+    const { plan, keys } = await this.#plan(gathered);
+    const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(plan), result);
+    if (plan.kind !== "create" && plan.kind !== "update") {
+      logged();
+      if (plan.kind === "none") this.#books.inSync(keys);
+      if (plan.kind === "none") return { state: "synced", action: "none" };
+      return plan.kind === "hold" ? { state: "synced", action: "none", retryInMs: plan.retryInMs } : plan.result;
     }
-    const keys = keysOf(target);
-    let { plan, memo } = planSyncItem(target, this.#view);
+    const { target } = gathered;
+    const { result, outcome } = await this.#apply(target, plan, keys, fail);
+    this.#books.afterTry({ ref, keys, outcome, restore: plan.restore, result, observed: target.observed });
+    if (result.state !== "failed") this.caches.rewritten(target.resource, keys.objectKey);
+    logged(result);
+    return result;
+  }
+
+  /** The item's target: its kind's resource, the desired object and the object as cached (its cache filled). */
+  async #gather(ref: ItemRef, item: SyncItemSpec): Promise<Gathered> {
+    const resource = await this.#resolve(item.apiVersion, item.kind);
+    const { object: desired, hash } = await desiredObject(ref.cfg, item, ref.namespace);
+    const cache = this.caches.managed(resource);
+    if (!(await ready(cache))) throw new Error(cacheProblem(resource, cache.lastError));
+    const objectKey = `${ref.namespace}/${desired.metadata!.name}`;
+    let observed = cache.get(objectKey);
+    // Kept without content while no item named it (anyone can label their objects): read it once now.
+    if (observed?.contentless) {
+      const read = () => this.#read(cache, objectPath(resource, ref.namespace, desired.metadata!.name!));
+      // A large one holds MiBs while it is read and judged: one at a time (the applier's gate).
+      observed = await (observed.large ? this.#applier.large.run(read) : read());
+    }
+    const target: SyncTarget = { ...ref, item, resource, desired, hash, observed };
+    // Judged by the planner after an await or two (the read, the learning gate): packed then, not at its next get.
+    return { target, settled: () => cache.settled(objectKey, target.observed) };
+  }
+
+  /**
+   * Plans the item. One whose object has server-added fields not explained yet waits for the item's write that is
+   * learning them, if one is under way, and is planned again with what it learnt (see lib/sync/item_books.ts).
+   */
+  async #plan(g: Gathered): Promise<{ plan: SyncPlan; keys: ItemKeys }> {
+    const planned = this.#planOnce(g);
+    const { plan } = planned;
+    const learning = plan.kind === "update" && plan.unexplained && this.#books.learning(planned.keys.itemKey);
+    return learning ? (await learning, this.#planOnce(g)) : planned;
+  }
+
+  #planOnce({ target, settled }: Gathered): { plan: SyncPlan; keys: ItemKeys } {
+    const { plan, memo, keys } = planSyncItem(target, this.#view);
     // Put back only what learnt something: a packed entry put back unchanged would be packed and rewritten for nothing.
     if (target.observed && memo) {
       remember(target.observed, memo);
       settled();
     }
-    // The first unexplained object of an item is written to learn what the server adds; the others wait for that
-    // (after a restart: one write per item that the server extends, not one per namespace).
-    const learning = this.#learning.get(keys.itemKey);
-    if (plan.kind === "update" && plan.unexplained && learning) {
-      await learning;
-      ({ plan, memo } = planSyncItem(target, this.#view));
-      if (memo) {
-        remember(target.observed!, memo);
-        settled();
-      }
-    }
-    const decided = plan;
-    const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(decided), result);
-    if (plan.kind !== "create" && plan.kind !== "update") logged();
-    switch (plan.kind) {
-      case "none":
-        this.#retries.succeeded(keys.retryKey);
-        return { state: "synced", action: "none" };
-      case "hold":
-        return { state: "synced", action: "none", retryInMs: plan.retryInMs };
-      case "backoff":
-      case "fail":
-        return plan.result;
-    }
+    return { plan, keys };
+  }
+
+  /** Writes the plan; an update with unexplained server-added fields is the item's learning write. */
+  #apply(
+    target: SyncTarget,
+    plan: SyncPlan & { kind: "create" | "update" },
+    keys: ItemKeys,
+    fail: Fail,
+  ): Promise<{ result: ItemResult; outcome: TryOutcome }> {
     const written = this.#write(target, plan, keys.itemKey, fail);
-    if (plan.kind === "update" && plan.unexplained && !this.#learning.has(keys.itemKey)) {
-      const learnt = written.then(() => {}).finally(() => this.#learning.delete(keys.itemKey));
-      this.#learning.set(keys.itemKey, learnt);
-    }
-    const { result, outcome } = await written;
-    // One decision for what the try tells the books (lib/sync/retry_policy.ts); a restore keys its attempt on the
-    // object, not on the live version.
-    const tried = keysOf(target, plan.restore);
-    const decision = afterTry({ outcome, restore: plan.restore });
-    if (decision.fightMove) this.#fightMove(tried.fightKey, ref, target.observed);
-    if (decision.attempt === "forget") this.#retries.succeeded(tried.retryKey);
-    else if (result.state === "failed") {
-      this.#retries.failed(tried.retryKey, tried.attempt, result, decision.attempt === "terminal", scopeOf(ref));
-    }
-    if (result.state !== "failed") this.caches.rewritten(target.resource, tried.objectKey);
-    logged(result);
-    return result;
+    if (plan.kind === "update" && plan.unexplained) this.#books.learnFrom(keys.itemKey, written);
+    return written;
   }
 
   /** Performs a create or update plan; the result, and what the try came to for the retry policy. */
@@ -199,30 +195,30 @@ export class Executor {
     // Our own delete: its watch event (of an object espejo labelled once) is no one else's removal, nor a fight.
     this.caches.beginWrite(resource, key);
     let result: ItemResult = { state: "absent" }; // until the delete answers
+    let outcome: TryOutcome = "done";
     try {
       result = { state: await this.#applier.delete(resource, ref.namespace, name, plan.uid, ref.cfg.writeAs?.as) };
       cache.forget(key);
-      this.#retries.succeeded(plan.retryKey);
     } catch (e) {
-      const failed = fail(e);
-      this.#retries.failed(plan.retryKey, plan.attempt, failed, failed.terminal, scopeOf(ref));
-      result = failed;
+      result = fail(e);
+      outcome = tryOutcomeOf(e);
     } finally {
       this.caches.endDelete(resource, key, result.state === "deleted");
     }
+    const keys = { retryKey: plan.retryKey, attempt: plan.attempt };
+    this.#books.afterTry({ ref, keys, outcome, restore: false, result });
     logged(result);
     return result;
   }
 
   /** The SyncConfig went or changed generation: its retries start over, and what its items learnt goes. */
   forgetConfig(cfgKey: string): void {
-    this.#retries.forgetConfig(cfgKey);
-    this.#serverAdds.forgetConfig(cfgKey);
+    this.#books.forgetConfig(cfgKey);
   }
 
   /** The namespace went: its retries start over. */
   forgetNamespace(namespace: string): void {
-    this.#retries.forgetNamespace(namespace);
+    this.#books.forgetNamespace(namespace);
   }
 
   #writeTarget(t: SyncTarget, itemKey: string, plan: SyncPlan & { kind: "create" | "update" }): WriteTarget {
@@ -256,27 +252,7 @@ export class Executor {
     if (hash && stored && stored.resourceVersion === written.metadata?.resourceVersion) {
       acceptWritten(stored, written, hash);
     }
-    this.#serverAdds.learn(itemKey, () => extrasHash(t.desired, written));
-  }
-
-  /** A restore was tried (written or refused): one move of the fight over the object. */
-  #fightMove(fightKey: string, ref: ItemRef, observed: CachedObject | undefined): void {
-    const restores = this.#fights.restored(fightKey);
-    if (restores < 2) return;
-    this.hooks.onFight?.(ref.cfg.key);
-    if (restores === 2) {
-      log.warn(
-        "Fight over {object} in namespace {namespace}: changed again by field manager {manager} after espejo " +
-          "restored it for SyncConfig {syncConfig}; restores now back off up to {maxDelayMs} ms",
-        {
-          object: fightKey,
-          namespace: ref.namespace,
-          manager: observed ? observed.manager ?? "(unknown)" : "(it was deleted or unlabelled)",
-          syncConfig: ref.cfg.key,
-          maxDelayMs: this.hooks.maxFightDelayMs ?? MAX_FIGHT_DELAY_MS,
-        },
-      );
-    }
+    this.#books.learnt(itemKey, () => extrasHash(t.desired, written));
   }
 
   /** Reads one object into its cache with its content; undefined when it is gone. */
@@ -296,4 +272,4 @@ export class Executor {
   }
 }
 
-const scopeOf = (ref: ItemRef) => ({ cfgKey: ref.cfg.key, namespace: ref.namespace });
+const asError = (e: unknown) => e instanceof Error ? e : new Error(String(e));

@@ -152,31 +152,36 @@ export function deleteItemSite(ref: SiteRef, item: DeleteItemSpec, renderedName:
   };
 }
 
-export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; memo?: Memo } {
+/**
+ * What to do with one syncItem in one namespace, from what is cached of its object and the books' view; with what the
+ * planner learnt of the object (`memo`, for verdict.ts to keep) and the keys of the attempt as it would be tried (a
+ * restore's keyed on the object, not on its version: retry_policy.ts).
+ */
+export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; memo?: Memo; keys: ItemKeys } {
   let keys = keysOf(t);
   const name = t.desired.metadata!.name!;
   const { observed } = t;
   const owner = observed?.owner;
   const holder = heldByOther(owner, { cfgKey: t.cfg.key, resource: t.resource, namespace: t.namespace, name }, view);
   if (holder) {
-    return { plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(holder)) } };
+    return { plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(holder)) }, keys };
   }
   const assessment = observed && assess(t.desired, t.hash, observed, view.serverAdds(keys.itemKey));
   const memo = assessment?.memo;
   const verdict = assessment?.verdict;
-  if (verdict?.inSync) return { plan: { kind: "none" }, memo };
+  if (verdict?.inSync) return { plan: { kind: "none" }, memo, keys };
   // Changed, deleted or unlabelled by someone else after espejo wrote it (and maybe created again by them under
   // the name, with other content): writing it again is a restore.
   const restore = verdict?.restore === true || view.removedByOther(t.resource, keys.objectKey);
   if (restore) {
     keys = keysOf(t, true);
     const wait = view.fightWaitMs(keys.fightKey);
-    if (wait > 0) return { plan: { kind: "hold", retryInMs: wait }, memo };
+    if (wait > 0) return { plan: { kind: "hold", retryInMs: wait }, memo, keys };
   }
   const waiting = view.backedOff(keys.retryKey, keys.attempt);
-  if (waiting) return { plan: { kind: "backoff", result: waiting }, memo };
+  if (waiting) return { plan: { kind: "backoff", result: waiting }, memo, keys };
   const replace = replaceWhen(t.cfg.forceRecreate, restore);
-  if (!observed || !verdict) return { plan: { kind: "create", restore, replace }, memo };
+  if (!observed || !verdict) return { plan: { kind: "create", restore, replace }, memo, keys };
   return {
     plan: {
       kind: "update",
@@ -195,6 +200,7 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
       },
     },
     memo,
+    keys,
   };
 }
 

@@ -115,8 +115,9 @@ Deno.test("registerBooks: every class in lib/ that forgets a namespace or SyncCo
   const lib = new URL("../../lib/", import.meta.url);
   /** Books inside a registered part: its forget calls theirs. */
   const heldBy: Record<string, string> = {
-    RetryBook: "sync/executor.ts",
-    ServerAdds: "sync/executor.ts",
+    ItemBooks: "sync/executor.ts",
+    RetryBook: "sync/item_books.ts",
+    ServerAdds: "sync/item_books.ts",
     StatusSchedule: "controller/status_writer.ts",
     CreatedIndex: "sync/resource_caches.ts",
     SelectionIndex: "model/registry.ts",
