@@ -30,7 +30,7 @@ export interface ConfigChangesDeps {
   namespaces: Pick<Reflector<NamespaceInfo>, "values">;
   registry: Registry<NamespaceInfo>;
   ledger: StatusLedger;
-  statusWriter: Pick<StatusWriter, "compiled" | "changed" | "queued" | "queueing" | "queuedAll">;
+  statusWriter: Pick<StatusWriter, "heard">;
   events: Pick<EventRecorder, "emit">;
   freshness: Pick<Freshness, "changedEverywhere">;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
@@ -69,7 +69,7 @@ export class ConfigChanges {
   noticed(key: string): void {
     try {
       this.changed(key);
-      if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.queueing(key);
+      if (this.d.registry.get(key)?.result.ok) this.d.statusWriter.heard({ kind: "queueing", cfgKey: key });
     } catch (e) {
       log.error("Unexpected error while compiling {key}: {error}", { key, error: String(e) });
     }
@@ -111,7 +111,7 @@ export class ConfigChanges {
         this.#warnTemplatedDeletes(sc, result.config);
       }
     }
-    statusWriter.compiled(key, entry.result.ok);
+    statusWriter.heard({ kind: "compiled", cfgKey: key, valid: entry.result.ok });
     if (entry.result.ok) ledger.track(key);
     else ledger.drop(key);
   }
@@ -145,25 +145,25 @@ export class ConfigChanges {
     const { registry, ledger, statusWriter: status } = this.d;
     const entry = registry.get(key);
     if (!entry?.result.ok) {
-      status.queuedAll(key); // nothing to queue (see noticed)
+      status.heard({ kind: "queuedAll", cfgKey: key }); // nothing to queue (see noticed)
       return;
     }
     const { config } = entry.result;
     let n = 0;
-    status.queueing(key);
+    status.heard({ kind: "queueing", cfgKey: key });
     try {
       for (const ns of [...this.d.namespaces.values()]) {
         if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
         if (registry.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
         if (!registry.labelsKnown(ns)) continue; // its selection is not known: queued once read again
         if (ns.phase === "Active" && config.selector.selects(ns)) {
-          status.queued([key], ns.name);
+          status.heard({ kind: "queued", cfgKeys: [key], namespace: ns.name });
           this.d.enqueue({ kind: "namespace", name: ns.name }, "syncconfig");
-        } else if (ledger.remove(key, ns.name)) status.changed(key);
+        } else if (ledger.remove(key, ns.name)) status.heard({ kind: "changed", cfgKey: key });
       }
     } finally {
       // A newer generation compiled meanwhile is marked by its own watch callback and cleared by its own run.
-      if (registry.get(key) === entry) status.queuedAll(key);
+      if (registry.get(key) === entry) status.heard({ kind: "queuedAll", cfgKey: key });
     }
   }
 

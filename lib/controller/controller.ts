@@ -127,7 +127,7 @@ export class Controller {
     const writing = statusWriter.run(signal);
     await workers.run(Math.max(1, this.opts.concurrentSyncs ?? 1));
     await timer;
-    statusWriter.kick(); // the last statuses of the drained units
+    statusWriter.heard({ kind: "stopping" }); // the last statuses of the drained units
     await writing;
   }
 
@@ -154,7 +154,7 @@ export class Controller {
         if (!this.#targetedByAny(ns)) continue;
         if (freshness.isFresh(ns.name, now)) unchanged++;
         else {
-          statusWriter.queued(registry.selecting(ns), ns.name);
+          statusWriter.heard({ kind: "queued", cfgKeys: registry.selecting(ns), namespace: ns.name });
           this.#enqueue({ kind: "namespace", name: ns.name }, "interval");
           yield ns.name;
         }
@@ -162,7 +162,7 @@ export class Controller {
     }.bind(this));
     if (unchanged) this.opts.metrics.syncs.inc({ trigger: "interval", result: "unchanged" }, unchanged);
     // Caches pick up what watches missed, but a status must be refreshed after a pass too.
-    for (const key of registry.keys()) statusWriter.changed(key);
+    for (const cfgKey of registry.keys()) statusWriter.heard({ kind: "changed", cfgKey });
   }
 
   #onNamespace(type: string, ns: NamespaceInfo, old: NamespaceInfo | undefined): void {
@@ -187,7 +187,7 @@ export class Controller {
     // A namespace no SyncConfig selects or counted before has nothing to sync (a SyncConfig that changes queues
     // what it selects itself).
     if (ns && !this.#targetedByAny(ns)) return;
-    if (ns) statusWriter.queued(registry.selecting(ns), name);
+    if (ns) statusWriter.heard({ kind: "queued", cfgKeys: registry.selecting(ns), namespace: name });
     this.#enqueue({ kind: "namespace", name }, "namespace");
   }
 

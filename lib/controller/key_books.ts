@@ -56,7 +56,7 @@ export interface ControllerBooks {
   freshness: Pick<Freshness, "forget">;
   selection: Pick<Registry<NamespaceInfo>, "forgetNamespace">;
   ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
-  statusWriter: Pick<StatusWriter, "changed" | "finished" | "forgetConfig">;
+  statusWriter: Pick<StatusWriter, "heard" | "forgetConfig">;
   syncEvents: Pick<SyncEvents, "forget">;
   /** ConfigChanges, by shape: it holds the book, and names this file (no import back). */
   configs: { forgetConfig(cfgKey: string): void };
@@ -73,11 +73,12 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
   books.register("selection", { namespace: (ns) => b.selection.forgetNamespace(ns) });
   books.register("status ledger", {
     // The counts of the SyncConfigs that counted it change: their statuses are written again.
-    namespace: (ns) => b.ledger.forgetNamespace(ns).forEach((k) => b.statusWriter.changed(k)),
+    namespace: (ns) =>
+      b.ledger.forgetNamespace(ns).forEach((cfgKey) => b.statusWriter.heard({ kind: "changed", cfgKey })),
     config: (k) => b.ledger.drop(k),
   });
   books.register("status writer", {
-    namespace: (ns) => b.statusWriter.finished(ns),
+    namespace: (ns) => b.statusWriter.heard({ kind: "finished", namespace: ns }),
     config: (k) => b.statusWriter.forgetConfig(k),
   });
   books.register("sync events", { config: (k) => b.syncEvents.forget(k) });

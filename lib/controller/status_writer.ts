@@ -1,7 +1,9 @@
 /**
  * Writes SyncConfig statuses beside the workers, one flush at a time, as their SyncConfigs' own work ends (see
  * {@link StatusSchedule}): a status does not wait behind other SyncConfigs' units in the queue. A status is written
- * (merge patch on `/status`) only when it differs from the stored one; the Events of the flush go out with it.
+ * (merge patch on `/status`) only when it differs from the stored one; the Events of the flush (sync_events.ts) and
+ * the SyncConfig's gauges (Metrics.observeStatus) go out with it. Callers tell it what happened through one method,
+ * {@link StatusWriter.heard}, never when to write; a failed write comes back through the work queue's back-off.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
@@ -23,7 +25,7 @@ import { StatusSchedule } from "./status_schedule.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import { patchSyncConfigStatus } from "../sync/syncconfig_client.ts";
 import type { CompileResult, SyncConfig } from "../model/syncconfig.ts";
-import { decodeSyncConfig } from "../sync/syncconfig_api.ts";
+import { decodeSyncConfig, syncConfigPath } from "../sync/syncconfig_api.ts";
 import { PRIORITY, type Trigger, workKey } from "./work_items.ts";
 
 const log = getLogger(["espejo", "controller"]);
@@ -45,6 +47,34 @@ export interface StatusDeps {
   now?: () => Date;
 }
 
+/**
+ * What happened that a SyncConfig's status may show. The callers say what happened, never when to write: that is the
+ * schedule's (status_schedule.ts).
+ */
+export type StatusFact =
+  /** `namespace` was queued as work of each of `cfgKeys`: their statuses wait for its unit. */
+  | { kind: "queued"; cfgKeys: Iterable<string>; namespace: string }
+  /**
+   * A unit of `namespace` finished, or the namespace went: it is no SyncConfig's pending work any more, except for
+   * those in `stale` (changed while it ran: their new generation's unit is queued).
+   */
+  | { kind: "finished"; namespace: string; stale?: readonly string[] }
+  /** What the status of `cfgKey` shows may have changed (its counts somewhere, an interval pass): it is written. */
+  | { kind: "changed"; cfgKey: string }
+  /**
+   * The SyncConfig was compiled (a new generation, or it came): its status is written. An invalid one's queued work
+   * no longer counts (its namespaces sync nothing for it), so its Invalid condition waits for none of it.
+   */
+  | { kind: "compiled"; cfgKey: string; valid: boolean }
+  /** The namespaces `cfgKey` selects are being queued: its status waits until they all are (`queuedAll`). */
+  | { kind: "queueing"; cfgKey: string }
+  /** Every namespace `cfgKey` selects is queued (or none is to be): its status waits for their units only. */
+  | { kind: "queuedAll"; cfgKey: string }
+  /** The back-off after a failed status write of `cfgKey` is over (the queue handed its key out): it is written. */
+  | { kind: "retryDue"; cfgKey: string }
+  /** The controller is stopping: the statuses of the units it drained are written before {@link StatusWriter.run} ends. */
+  | { kind: "stopping" };
+
 export class StatusWriter {
   /** When each status may be written; the callers say what happened (the methods below), not when to write. */
   readonly #schedule = new StatusSchedule();
@@ -53,44 +83,34 @@ export class StatusWriter {
 
   constructor(private readonly deps: StatusDeps) {}
 
-  /** `namespace` was queued as work of each of `cfgKeys`: their statuses wait for its unit. */
-  queued(cfgKeys: Iterable<string>, namespace: string): void {
-    this.#schedule.queued(cfgKeys, namespace);
-  }
-
-  /**
-   * A unit of `namespace` finished, or the namespace went: it is no SyncConfig's pending work any more, except for
-   * those in `stale` (changed while it ran: their new generation's unit is queued).
-   */
-  finished(namespace: string, stale?: readonly string[]): void {
-    this.#schedule.finished(namespace, stale);
-    this.kick();
-  }
-
-  /** What the status of `cfgKey` shows may have changed (its counts somewhere, an interval pass): it is written. */
-  changed(cfgKey: string): void {
-    this.#schedule.markDirty(cfgKey);
-    this.kick();
-  }
-
-  /**
-   * The SyncConfig was compiled (a new generation, or it came): its status is written. An invalid one's queued work
-   * no longer counts (its namespaces sync nothing for it), so its Invalid condition waits for none of it.
-   */
-  compiled(cfgKey: string, valid: boolean): void {
-    this.changed(cfgKey);
-    if (!valid) this.#schedule.dropWork(cfgKey);
-  }
-
-  /** The namespaces `cfgKey` selects are being queued: its status waits until they all are (see {@link queuedAll}). */
-  queueing(cfgKey: string): void {
-    this.#schedule.queueing(cfgKey, true);
-  }
-
-  /** Every namespace `cfgKey` selects is queued (or none is to be): its status waits for their units only. */
-  queuedAll(cfgKey: string): void {
-    this.#schedule.queueing(cfgKey, false);
-    this.kick();
+  /** Something happened that a status may show (see {@link StatusFact}); a flush is asked for when one may be due. */
+  heard(fact: StatusFact): void {
+    const schedule = this.#schedule;
+    switch (fact.kind) {
+      case "queued":
+        return schedule.queued(fact.cfgKeys, fact.namespace);
+      case "finished":
+        schedule.finished(fact.namespace, fact.stale);
+        break;
+      case "changed":
+        schedule.markDirty(fact.cfgKey);
+        break;
+      case "compiled":
+        schedule.markDirty(fact.cfgKey);
+        if (!fact.valid) schedule.dropWork(fact.cfgKey);
+        break;
+      case "queueing":
+        return schedule.queueing(fact.cfgKey, true);
+      case "queuedAll":
+        schedule.queueing(fact.cfgKey, false);
+        break;
+      case "retryDue":
+        schedule.release(fact.cfgKey);
+        break;
+      case "stopping":
+        break;
+    }
+    this.#kick();
   }
 
   /** The SyncConfig went: nothing of it is pending or dirty (the queue forgets its failed writes in a row). */
@@ -98,21 +118,15 @@ export class StatusWriter {
     this.#schedule.forget(cfgKey);
   }
 
-  /** The back-off after a failed status write of `cfgKey` is over (the queue handed its key out): it is written. */
-  retryDue(cfgKey: string): void {
-    this.#schedule.release(cfgKey);
-    this.kick();
+  /** Asks for a flush of the statuses that are ready (cheap; any number of calls become one flush). */
+  #kick(): void {
+    this.#wanted = true;
+    this.#wake?.();
   }
 
   /** Namespaces still pending for `cfgKey` (for tests). */
   pendingOf(cfgKey: string): number {
     return this.#schedule.pendingOf(cfgKey);
-  }
-
-  /** Asks for a flush of the statuses that are ready (cheap; any number of calls become one flush). */
-  kick(): void {
-    this.#wanted = true;
-    this.#wake?.();
   }
 
   /**
@@ -159,10 +173,7 @@ export class StatusWriter {
       // A progress report owes the settled status: written when the work ends, even if no count changes by then.
       if (progress) this.#schedule.markDirty(key);
       await this.deps.events.emit(key, sc, entry.result, errors);
-      this.deps.metrics.items.set({ syncconfig: key, state: "synchronized" }, next.synchronizedItemCount);
-      this.deps.metrics.items.set({ syncconfig: key, state: "deleted" }, next.deletedItemCount);
-      this.deps.metrics.items.set({ syncconfig: key, state: "failed" }, next.failedItemCount);
-      this.deps.metrics.invalid.set({ syncconfig: key }, entry.result.ok ? 0 : 1);
+      this.deps.metrics.observeStatus(key, next, entry.result.ok);
       if (!statusChanged(sc.status as SyncConfigStatus | undefined, next)) {
         this.deps.retries.forget(statusKey(key)); // it stands as it should: a later failure backs off from the start
         continue;
@@ -239,11 +250,8 @@ export class StatusWriter {
 
   /** The SyncConfig as the API server has it now (one GET, after a conflict), or undefined. */
   async #read(key: string): Promise<SyncConfig | undefined> {
-    const [namespace, name] = key.split("/");
-    const path = `/apis/sync.appuio.ch/v1alpha1/namespaces/${encodeURIComponent(namespace)}/syncconfigs/${
-      encodeURIComponent(name)
-    }`;
     try {
+      const path = syncConfigPath(key);
       return decodeSyncConfig(await this.deps.client.request<unknown>({ method: "GET", path, urgent: true }));
     } catch (e) {
       log.warn("Could not read SyncConfig {syncConfig} after a conflict: {error}", {

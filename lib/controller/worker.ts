@@ -27,7 +27,7 @@ export interface WorkerDeps {
   configs: Pick<ConfigChanges, "process">;
   pruning: Pick<Pruning, "settle">;
   ledger: StatusLedger;
-  statusWriter: Pick<StatusWriter, "changed" | "finished" | "retryDue">;
+  statusWriter: Pick<StatusWriter, "heard">;
   freshness: Freshness;
   pass: PassTracker;
   metrics: Metrics;
@@ -78,7 +78,7 @@ export class Workers {
       try {
         const item = workItemOf(key);
         // A status write keeps its own count of failures (the writer forgets it once a write went through).
-        if (item.kind === "status") this.d.statusWriter.retryDue(item.key);
+        if (item.kind === "status") this.d.statusWriter.heard({ kind: "retryDue", cfgKey: item.key });
         else this.#requeue(item, await this.#process(item, trigger));
       } finally {
         queue.done(key);
@@ -119,7 +119,9 @@ export class Workers {
       log.error("Unexpected error while processing {key}: {error}", { key: `ns/${name}`, error: String(e) });
     }
     const { ledger, statusWriter, metrics } = this.d;
-    for (const cfgKey of result?.unselected ?? []) if (ledger.remove(cfgKey, name)) statusWriter.changed(cfgKey);
+    for (const cfgKey of result?.unselected ?? []) {
+      if (ledger.remove(cfgKey, name)) statusWriter.heard({ kind: "changed", cfgKey });
+    }
     for (const { cfgKey, outcome, details } of result?.configs ?? []) {
       const { changed, before } = ledger.record(cfgKey, name, outcome);
       if (!changed) continue;
@@ -129,9 +131,9 @@ export class Workers {
         const { message, fields } = details[j];
         log.error("{message}", { syncConfig: cfgKey, namespace: name, ...fields, message });
       });
-      statusWriter.changed(cfgKey);
+      statusWriter.heard({ kind: "changed", cfgKey });
     }
-    statusWriter.finished(name, result?.stale);
+    statusWriter.heard({ kind: "finished", namespace: name, stale: result?.stale });
     const failed = !result || result.failed;
     const facts = result ?? FAILED;
     const noop = !failed && !facts.retry && facts.retryInMs === undefined && !result?.wrote;

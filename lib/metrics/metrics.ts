@@ -112,6 +112,18 @@ export class Metrics {
   });
 
   /** The gauges a worker refreshes before it takes the next unit. */
+  /** The item gauges and the Invalid gauge of SyncConfig `syncconfig`, as its status counts them. */
+  observeStatus(
+    syncconfig: string,
+    counts: { synchronizedItemCount?: number; deletedItemCount?: number; failedItemCount?: number },
+    valid: boolean,
+  ): void {
+    this.items.set({ syncconfig, state: "synchronized" }, counts.synchronizedItemCount ?? 0);
+    this.items.set({ syncconfig, state: "deleted" }, counts.deletedItemCount ?? 0);
+    this.items.set({ syncconfig, state: "failed" }, counts.failedItemCount ?? 0);
+    this.invalid.set({ syncconfig }, valid ? 0 : 1);
+  }
+
   observeQueueAndCaches(queueLength: number, cacheSizes: Record<string, number>): void {
     this.queueDepth.set(queueLength);
     for (const [cache, size] of Object.entries(cacheSizes)) this.cacheObjects.set({ cache }, size);

@@ -9,6 +9,12 @@ export function syncConfigsPath(namespace: string): string {
   return namespace ? listSyncConfigsPath({ namespace }) : listAllSyncConfigsPath();
 }
 
+/** One SyncConfig, by its key `namespace/name` (what the generated client has no read for: a GET after a conflict). */
+export function syncConfigPath(key: string): string {
+  const [namespace, name] = key.split("/");
+  return `${listSyncConfigsPath({ namespace })}/${encodeURIComponent(name)}`;
+}
+
 /** Metadata checked, managedFields dropped; the spec is checked by compileSyncConfig, which reports what is wrong. */
 export function decodeSyncConfig(raw: unknown): SyncConfig | undefined {
   if (!isObject(raw)) return undefined;

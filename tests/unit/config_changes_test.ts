@@ -40,11 +40,14 @@ function changes(namespaces: NamespaceInfo[]) {
     registry,
     ledger,
     statusWriter: {
-      compiled: (k, valid) => void status.push(`compiled ${k}${valid ? "" : " invalid"}`),
-      changed: (k) => void status.push(`changed ${k}`),
-      queued: (ks, ns) => void status.push(`queued ${ns} for ${[...ks]}`),
-      queueing: (k) => void status.push(`queueing ${k}`),
-      queuedAll: (k) => void status.push(`queued all of ${k}`),
+      heard: (f) => {
+        if (f.kind === "compiled") status.push(`compiled ${f.cfgKey}${f.valid ? "" : " invalid"}`);
+        else if (f.kind === "changed") status.push(`changed ${f.cfgKey}`);
+        else if (f.kind === "queued") status.push(`queued ${f.namespace} for ${[...f.cfgKeys]}`);
+        else if (f.kind === "queueing") status.push(`queueing ${f.cfgKey}`);
+        else if (f.kind === "queuedAll") status.push(`queued all of ${f.cfgKey}`);
+        else status.push(`unexpected ${f.kind}`);
+      },
     },
     events: { emit: (_ref, _type, reason) => (told.push(`event ${reason}`), Promise.resolve()) },
     freshness: { changedEverywhere: () => void told.push("everything changed") },

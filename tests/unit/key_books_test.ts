@@ -29,8 +29,11 @@ function recordingParts() {
     selection: { forgetNamespace: tell("selection") },
     ledger: { forgetNamespace: (ns) => (told.push(`ledger ${ns}`), []), drop: tell("ledger") },
     statusWriter: {
-      changed: tell("status changed"),
-      finished: tell("status writer"),
+      heard: (f) => {
+        if (f.kind === "changed") tell("status changed")(f.cfgKey);
+        else if (f.kind === "finished") tell("status writer")(f.namespace);
+        else tell("unexpected")(f.kind);
+      },
       forgetConfig: tell("status writer"),
     },
     syncEvents: { forget: tell("sync events") },
@@ -85,7 +88,7 @@ Deno.test("registerBooks: the real books hold nothing of a deleted key afterward
     for (const cfg of ["espejo/gone", "espejo/kept"]) {
       ledger.track(cfg);
       ledger.record(cfg, ns, outcome);
-      statusWriter.queued([cfg], ns);
+      statusWriter.heard({ kind: "queued", cfgKeys: [cfg], namespace: ns });
     }
   }
   for (const cfg of ["espejo/gone", "espejo/kept"]) metrics.invalid.set({ syncconfig: cfg }, 0);

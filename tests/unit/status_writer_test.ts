@@ -71,12 +71,12 @@ async function flushOnce(
     retries,
   });
   const stop = new AbortController();
-  writer.changed(KEY);
+  writer.heard({ kind: "changed", cfgKey: KEY });
   const running = writer.run(stop.signal);
   const deadline = Date.now() + 5_000;
   while (!until(writer) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   stop.abort();
-  writer.kick();
+  writer.heard({ kind: "stopping" });
   await running;
 }
 
@@ -130,7 +130,7 @@ Deno.test("StatusWriter: a failed write comes back by the queue's back-off; one 
     // Held until the queue hands its key out (tests/unit/status_schedule_test.ts): here, at once.
     if (asked.length === 1 && !released) {
       released = true;
-      writer.retryDue(KEY);
+      writer.heard({ kind: "retryDue", cfgKey: KEY });
     }
     return client.patches().length >= 2 && asked.includes(`forget status/${KEY}`);
   }, {
@@ -153,25 +153,25 @@ const idleWriter = () => new StatusWriter({} as ConstructorParameters<typeof Sta
 
 Deno.test("StatusWriter: a queued namespace is pending for its SyncConfigs until its unit finishes", () => {
   const writer = idleWriter();
-  writer.queued(["espejo/a", "espejo/b"], "team-a");
-  writer.queued(["espejo/a"], "team-b");
-  writer.finished("team-a");
+  writer.heard({ kind: "queued", cfgKeys: ["espejo/a", "espejo/b"], namespace: "team-a" });
+  writer.heard({ kind: "queued", cfgKeys: ["espejo/a"], namespace: "team-b" });
+  writer.heard({ kind: "finished", namespace: "team-a" });
   assert.equal(writer.pendingOf("espejo/a"), 1);
   assert.equal(writer.pendingOf("espejo/b"), 0);
 });
 
 Deno.test("StatusWriter: an Invalid SyncConfig waits for none of its queued work; a valid one still does", () => {
   const writer = idleWriter();
-  writer.queued(["espejo/bad", "espejo/good"], "team-a");
-  writer.compiled("espejo/bad", false);
-  writer.compiled("espejo/good", true);
+  writer.heard({ kind: "queued", cfgKeys: ["espejo/bad", "espejo/good"], namespace: "team-a" });
+  writer.heard({ kind: "compiled", cfgKey: "espejo/bad", valid: false });
+  writer.heard({ kind: "compiled", cfgKey: "espejo/good", valid: true });
   assert.equal(writer.pendingOf("espejo/bad"), 0);
   assert.equal(writer.pendingOf("espejo/good"), 1);
 });
 
 Deno.test("StatusWriter.forgetConfig: nothing of a SyncConfig that went is pending", () => {
   const writer = idleWriter();
-  writer.queued(["espejo/gone", "espejo/kept"], "team-a");
+  writer.heard({ kind: "queued", cfgKeys: ["espejo/gone", "espejo/kept"], namespace: "team-a" });
   writer.forgetConfig("espejo/gone");
   assert.equal(writer.pendingOf("espejo/gone"), 0);
   assert.equal(writer.pendingOf("espejo/kept"), 1);
@@ -233,10 +233,10 @@ Deno.test(
         retries: { addRateLimited: () => 0, forget: () => {} },
       });
       const running = writer.run(stop.signal);
-      writer.queued(["cfg/big"], "team-a");
-      writer.queued(["cfg/big"], "team-b");
+      writer.heard({ kind: "queued", cfgKeys: ["cfg/big"], namespace: "team-a" });
+      writer.heard({ kind: "queued", cfgKeys: ["cfg/big"], namespace: "team-b" });
       synced = 4;
-      writer.changed("cfg/big");
+      writer.heard({ kind: "changed", cfgKey: "cfg/big" });
       await clock.tickAsync(30_000);
       assert.equal(client.statuses.length, 0, "held while its own work goes on");
       await clock.tickAsync(31_000);
@@ -248,8 +248,8 @@ Deno.test(
         ["Reconciling", "True", 2],
       ]);
       synced = 5;
-      writer.finished("team-a");
-      writer.finished("team-b");
+      writer.heard({ kind: "finished", namespace: "team-a" });
+      writer.heard({ kind: "finished", namespace: "team-b" });
       await clock.tickAsync(2_000);
       assert.equal(client.statuses.length, 2);
       assert.deepEqual(client.statuses[1].conditions?.map((c) => [c.type, c.status, c.observedGeneration]), [
@@ -257,16 +257,16 @@ Deno.test(
       ]);
       assert.equal(client.statuses[1].synchronizedItemCount, 5);
       // More work of the synced generation (namespace events) held as long: counts move, Ready stays generation 2's.
-      writer.queued(["cfg/big"], "team-c");
+      writer.heard({ kind: "queued", cfgKeys: ["cfg/big"], namespace: "team-c" });
       synced = 6;
-      writer.changed("cfg/big");
+      writer.heard({ kind: "changed", cfgKey: "cfg/big" });
       await clock.tickAsync(61_000);
       assert.equal(client.statuses.length, 3);
       assert.deepEqual(client.statuses[2].conditions?.map((c) => [c.type, c.status, c.observedGeneration]), [
         ["Ready", "True", 2],
       ]);
       stop.abort();
-      writer.kick();
+      writer.heard({ kind: "stopping" });
       await clock.tickAsync(1_000);
       await running;
     } finally {

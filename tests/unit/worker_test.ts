@@ -50,7 +50,7 @@ async function runWorkers(keys: [string, Trigger][], answers: Record<string, Wor
     configs: { process: (key) => answer(`cfg/${key}`) },
     pruning: { settle: (key) => answer(`prune/${key}`) },
     ledger,
-    statusWriter: { changed: () => {}, finished: () => {}, retryDue: (key) => void retried.push(key) },
+    statusWriter: { heard: (f) => void (f.kind === "retryDue" && retried.push(f.cfgKey)) },
     freshness,
     pass: new PassTracker(() => {}),
     metrics,
