@@ -9,6 +9,9 @@
  * the heap holds at least {@link SLACK_BYTES} of free pages, so a steady cluster (passes that allocate next to nothing)
  * never pays for it; after a burst it costs one full collection, about 100 ms of CPU at that size. It needs V8's gc
  * extension (`--expose-gc` in deno.v8-flags); without it nothing happens.
+ *
+ * Its timer is its own, not the work queue's: it waits for the queue to be quiet, which a key in the queue would end,
+ * and it is unref'd, so a pending return never keeps the process from ending.
  */
 import { getLogger } from "@logtape/logtape";
 

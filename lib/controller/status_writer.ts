@@ -131,7 +131,9 @@ export class StatusWriter {
 
   /**
    * Writes statuses as their SyncConfigs' own work ends, one flush at a time, beside the workers: a status does not
-   * wait behind other SyncConfigs' units in the queue. Stops once `signal` aborted and the last kick is served.
+   * wait behind other SyncConfigs' units in the queue. Stops once `signal` aborted and the last kick is served. Its
+   * two waits (the next due status, the gathering of kicks) are therefore its own, not the work queue's timers: a
+   * status handed out by the queue would wait for a free worker, behind a burst's units.
    */
   async run(signal: AbortSignal): Promise<void> {
     for (;;) {
