@@ -24,7 +24,7 @@ import { desiredObject, desiredObjectNow } from "../lib/sync/desired.ts";
 import { compileSyncConfig, type SyncConfig } from "../lib/model/syncconfig.ts";
 import { benchSyncConfig } from "./workload.ts";
 import type { NamespaceInfo } from "../lib/model/namespace_info.ts";
-import type { Outcome as NamespaceOutcome } from "../lib/model/status.ts";
+import type { ItemCounts as NamespaceOutcome } from "../lib/model/status.ts";
 
 const { values } = parseArgs({ args: Deno.args, options: { namespaces: { type: "string", default: "5000" } } });
 const N = Number(values.namespaces);

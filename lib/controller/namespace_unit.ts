@@ -6,7 +6,7 @@
  * `recordChange`), since an Event names the object and what was done to it, which the counts do not keep.
  */
 import { contradictions } from "../model/contradictions.ts";
-import type { Outcome } from "../model/status.ts";
+import type { ItemCounts } from "../model/status.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ItemAction } from "../sync/failures.ts";
@@ -28,9 +28,9 @@ export interface NamespaceUnitDeps {
 }
 
 /** One SyncConfig's counts in the namespace, and its failures for the log. */
-export interface ConfigOutcome {
+export interface ConfigCounts {
   cfgKey: string;
-  outcome: Outcome;
+  outcome: ItemCounts;
   details: LoggedFailure[];
 }
 
@@ -39,7 +39,7 @@ export interface UnitResult extends Step {
    * The SyncConfigs that selected the namespace, with their counts there. One deleted, made invalid or changed
    * while the unit ran is left out: its counts are gone, or belong to the new generation, whose own unit is queued.
    */
-  configs: ConfigOutcome[];
+  configs: ConfigCounts[];
   /** Valid SyncConfigs that do not select the namespace: whatever they counted there goes. */
   unselected: string[];
   /** SyncConfigs left out of `configs` because they changed while the unit ran (their status waits for the next). */
@@ -88,7 +88,7 @@ export class NamespaceUnit {
     // same generation is created under its new name first).
     this.d.configs.catchUp(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
     const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, selecting, prunes) : NO_STEP;
-    const configs: ConfigOutcome[] = [];
+    const configs: ConfigCounts[] = [];
     const stale: string[] = [];
     targeted.forEach((cfg, i) => {
       const current = registry.get(cfg.key)?.result;

@@ -2,7 +2,7 @@
  * The counts behind each SyncConfig's status: the outcome of its latest sync in each namespace, for the valid
  * SyncConfigs only (an Invalid one has no counts), and their sum per SyncConfig; the controller says what changed.
  */
-import type { Outcome } from "../model/status.ts";
+import type { ItemCounts } from "../model/status.ts";
 import { deepEqual } from "../kube/objects.ts";
 import { ValuePool } from "../model/value_pool.ts";
 
@@ -10,11 +10,11 @@ import { ValuePool } from "../model/value_pool.ts";
  * Outcomes without failures are shared: at 5,000 namespaces and 5 SyncConfigs almost all 25,000 outcomes are one of a
  * few (every item synced), and an object each would be the ledger's largest cost.
  */
-const clean = new ValuePool<Outcome>();
+const clean = new ValuePool<ItemCounts>();
 
 /** One SyncConfig's outcomes per namespace, and their sum kept up to date with them. */
 interface Books {
-  byNs: Map<string, Outcome>;
+  byNs: Map<string, ItemCounts>;
   synced: number;
   deleted: number;
   failed: number;
@@ -44,8 +44,8 @@ export class StatusLedger {
   record(
     cfgKey: string,
     namespace: string,
-    outcome: Outcome,
-  ): { changed: boolean; before?: Outcome } {
+    outcome: ItemCounts,
+  ): { changed: boolean; before?: ItemCounts } {
     const books = this.#byConfig.get(cfgKey);
     if (!books) return { changed: false };
     const before = books.byNs.get(namespace);
@@ -85,7 +85,7 @@ export class StatusLedger {
     return false;
   }
 
-  outcomes(cfgKey: string): Iterable<Outcome> {
+  outcomes(cfgKey: string): Iterable<ItemCounts> {
     return this.#byConfig.get(cfgKey)?.byNs.values() ?? [];
   }
 
@@ -93,7 +93,7 @@ export class StatusLedger {
    * The outcomes of `cfgKey` added up, as its status shows them: kept as they change, because a status is written
    * after every burst, and adding up 5,000 namespaces each time would cost more than the burst's own sync.
    */
-  total(cfgKey: string): Outcome {
+  total(cfgKey: string): ItemCounts {
     const books = this.#byConfig.get(cfgKey);
     if (!books) return { synced: 0, deleted: 0, failed: 0, errors: [] };
     const errors = [...books.failing].flatMap((ns) => books.byNs.get(ns)!.errors);
@@ -102,7 +102,7 @@ export class StatusLedger {
 }
 
 /** Adds (`sign` 1) or takes away (-1) an outcome's counts from the sum. */
-function count(books: Books, o: Outcome, sign: 1 | -1): void {
+function count(books: Books, o: ItemCounts, sign: 1 | -1): void {
   books.synced += sign * o.synced;
   books.deleted += sign * o.deleted;
   books.failed += sign * o.failed;

@@ -12,7 +12,7 @@ import type { Reflector } from "../kube/reflector.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import {
   invalidStatus,
-  type Outcome,
+  type ItemCounts,
   progressStatus,
   statusChanged,
   type SyncConfigStatus,
@@ -39,7 +39,7 @@ export interface StatusDeps {
   /** The compiled SyncConfig: the generation its status describes is this one, not the cached object's. */
   compiled: (key: string) => { result: CompileResult; generation: number } | undefined;
   /** The outcomes of a SyncConfig in every namespace it targets, added up. */
-  total: (key: string) => Outcome;
+  total: (key: string) => ItemCounts;
   events: SyncEvents;
   metrics: Metrics;
   /** The work queue: a failed write comes back through its back-off, as every retry does ({@link retryDue}). */

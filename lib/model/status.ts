@@ -25,8 +25,11 @@ export const Reasons = {
   inProgress: "SynchronizationInProgress",
 } as const;
 
-/** What the syncs of one SyncConfig amounted to, summed over its target namespaces. */
-export interface Outcome {
+/**
+ * A SyncConfig's items by what came of them (synced, deleted, failed, with the errors), in one namespace or summed over
+ * all of them.
+ */
+export interface ItemCounts {
   synced: number;
   deleted: number;
   failed: number;
@@ -107,7 +110,7 @@ export function invalidStatus(
  */
 export function syncedStatus(
   previous: SyncConfigStatus | undefined,
-  o: Outcome,
+  o: ItemCounts,
   now: string,
   generation?: number,
 ): SyncConfigStatus {
@@ -148,7 +151,7 @@ export function syncedStatus(
  */
 export function progressStatus(
   previous: SyncConfigStatus | undefined,
-  o: Outcome,
+  o: ItemCounts,
   now: string,
   generation: number,
 ): SyncConfigStatus {

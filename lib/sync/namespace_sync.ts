@@ -8,7 +8,7 @@ import type { Executor } from "./executor.ts";
 import { contradicted, type FailureFields, type ItemAction, type ItemResult } from "./failures.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import type { Contest } from "../model/contradictions.ts";
-import type { Outcome } from "../model/status.ts";
+import type { ItemCounts } from "../model/status.ts";
 import { renderTemplate } from "../model/template.ts";
 import { foldSteps, type Step, stepOf } from "./step.ts";
 import { writeWaves } from "../model/waves.ts";
@@ -22,8 +22,8 @@ export interface LoggedFailure {
 }
 
 /** One SyncConfig in one namespace: its counts, its failures for the log, and what it asks of the queue. */
-export interface ConfigInNamespace extends Step {
-  outcome: Outcome;
+export interface ConfigResult extends Step {
+  outcome: ItemCounts;
   /** The failures for the log, values unredacted, with their fields. */
   details: LoggedFailure[];
 }
@@ -35,7 +35,7 @@ export async function syncConfigInNamespace(
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void,
   /** Items that contradict another item here, by field (lib/model/contradictions.ts): not performed. */
   contested: ReadonlyMap<string, Contest> = new Map(),
-): Promise<ConfigInNamespace> {
+): Promise<ConfigResult> {
   const ref = { cfg, namespace };
   // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
   const guarded = async (field: string, run: () => Promise<ItemResult>): Promise<ItemResult> => {
@@ -90,7 +90,7 @@ export async function syncConfigInNamespace(
       syncs[i] = r;
     }));
   }
-  const outcome: Outcome = { synced: 0, deleted: 0, failed: 0, errors: [] };
+  const outcome: ItemCounts = { synced: 0, deleted: 0, failed: 0, errors: [] };
   const details: LoggedFailure[] = [];
   const results = [...deletes, ...syncs];
   for (const r of results) {

@@ -1,7 +1,7 @@
 /**
  * What one step of a namespace unit came to for the queue: one SyncConfig's items, the prune step, and the whole
  * unit, which folds its steps with {@link foldSteps}. The counts a status adds up travel beside it as
- * {@link Outcome} (lib/model/status.ts); what the queue does with a unit's folded step is the retry policy's
+ * {@link ItemCounts} (lib/model/status.ts); what the queue does with a unit's folded step is the retry policy's
  * (lib/sync/retry_policy.ts, `afterWork`), which the queue performs.
  */
 import type { ItemResult } from "./failures.ts";

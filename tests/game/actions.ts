@@ -11,11 +11,11 @@ import type { TestCluster } from "../../testenv/shared.ts";
 import type { Actor } from "./world.ts";
 
 /** What a request did: the object it returned, or the refusal in words. */
-export type Outcome = { ok: true; object?: KubeObject } | { ok: false; refusal: string };
+export type ItemCounts = { ok: true; object?: KubeObject } | { ok: false; refusal: string };
 
 const EXPECTED_REFUSALS = new Set([404, 409, 422]);
 
-async function attempt(p: Promise<KubeObject | undefined>): Promise<Outcome> {
+async function attempt(p: Promise<KubeObject | undefined>): Promise<ItemCounts> {
   try {
     return { ok: true, object: await p };
   } catch (e) {
@@ -33,17 +33,17 @@ export function get(actor: Actor, path: string): Promise<KubeObject | undefined>
   });
 }
 
-export function mergePatch(actor: Actor, path: string, body: unknown): Promise<Outcome> {
+export function mergePatch(actor: Actor, path: string, body: unknown): Promise<ItemCounts> {
   return attempt(
     actor.client.request<KubeObject>({ method: "PATCH", path, contentType: "application/merge-patch+json", body }),
   );
 }
 
-export function create(actor: Actor, collection: string, body: KubeObject): Promise<Outcome> {
+export function create(actor: Actor, collection: string, body: KubeObject): Promise<ItemCounts> {
   return attempt(actor.client.request<KubeObject>({ method: "POST", path: collection, body }));
 }
 
-export function remove(actor: Actor, path: string): Promise<Outcome> {
+export function remove(actor: Actor, path: string): Promise<ItemCounts> {
   return attempt(actor.client.request<KubeObject>({ method: "DELETE", path }));
 }
 
@@ -58,7 +58,7 @@ export async function sendDeep(
   method: "POST" | "PUT",
   path: string,
   body: unknown,
-): Promise<Outcome> {
+): Promise<ItemCounts> {
   const http = Deno.createHttpClient({ caCerts: [cluster.caPem] });
   try {
     const res = await fetch(cluster.server + path, {
@@ -82,6 +82,6 @@ export async function sendDeep(
 }
 
 /** `outcome` in a few words for the move list. */
-export function said(outcome: Outcome): string {
+export function said(outcome: ItemCounts): string {
   return outcome.ok ? "done" : `refused (${outcome.refusal})`;
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
   invalidStatus,
-  type Outcome,
+  type ItemCounts,
   progressStatus,
   Reasons,
   statusChanged,
@@ -25,7 +25,7 @@ import {
 
 const T1 = "2024-01-01T00:00:00Z";
 const T2 = "2024-01-01T00:05:00Z";
-const outcome = (synced: number, deleted: number, failed: number, errors: string[] = []): Outcome => ({
+const outcome = (synced: number, deleted: number, failed: number, errors: string[] = []): ItemCounts => ({
   synced,
   deleted,
   failed,

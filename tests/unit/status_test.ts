@@ -3,8 +3,8 @@ import fc from "fast-check";
 import {
   type Condition,
   invalidStatus,
+  type ItemCounts,
   MAX_CONDITION_MESSAGE,
-  type Outcome,
   Reasons,
   statusChanged,
   type SyncConfigStatus,
@@ -15,7 +15,7 @@ const T1 = "2024-01-01T00:00:00Z";
 const T2 = "2024-01-01T00:05:00Z";
 const T3 = "2024-01-01T00:10:00Z";
 
-const outcome = (synced: number, deleted: number, failed: number, errors: string[] = []): Outcome => ({
+const outcome = (synced: number, deleted: number, failed: number, errors: string[] = []): ItemCounts => ({
   synced,
   deleted,
   failed,
@@ -51,7 +51,7 @@ Deno.test("syncedStatus reports counts and Ready=True after a clean sync", () =>
 });
 
 // [name, outcome, errored]: Errored only when nothing was synced or deleted and something failed.
-const ERRORED: [string, Outcome, boolean][] = [
+const ERRORED: [string, ItemCounts, boolean][] = [
   ["nothing at all", outcome(0, 0, 0), false],
   ["only failures", outcome(0, 0, 2, ["e1", "e2"]), true],
   ["one failure", outcome(0, 0, 1, ["e1"]), true],
@@ -214,13 +214,13 @@ const arbOutcome = fc.record({
   failed: fc.nat(5),
 }).chain((o) =>
   fc.array(fc.string({ minLength: 1, maxLength: 10 }), { minLength: o.failed, maxLength: o.failed })
-    .map((errors): Outcome => ({ ...o, errors }))
+    .map((errors): ItemCounts => ({ ...o, errors }))
 );
 
 /** Any status these functions can produce: a history of outcomes and invalid specs. */
 const arbHistory = fc.array(fc.oneof(arbOutcome, fc.string({ minLength: 1, maxLength: 10 })), { maxLength: 5 });
 
-function replay(history: (Outcome | string)[]): SyncConfigStatus | undefined {
+function replay(history: (ItemCounts | string)[]): SyncConfigStatus | undefined {
   let s: SyncConfigStatus | undefined;
   history.forEach((h, i) => {
     const now = `2024-01-01T00:00:${String(i).padStart(2, "0")}Z`;
