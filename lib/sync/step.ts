@@ -5,14 +5,15 @@
  * (lib/sync/retry_policy.ts, `afterWork`), which the queue performs.
  */
 import type { ItemResult } from "./failures.ts";
+import type { WorkFacts } from "./retry_policy.ts";
 
-export interface Step {
+/**
+ * What the queue hears of any piece of work ({@link WorkFacts}: retry, retry in), and whether it wrote, which tells a
+ * unit that changed something from one that found everything in sync (freshness).
+ */
+export interface Step extends WorkFacts {
   /** Something was written: created, updated, deleted or pruned. */
   wrote: boolean;
-  /** A transient failure: the namespace comes back with back-off. */
-  retry: boolean;
-  /** The namespace comes back after this long in any case (a fight's hold, a cache still listing, labels settling). */
-  retryInMs?: number;
 }
 
 export const NO_STEP: Step = { wrote: false, retry: false };
