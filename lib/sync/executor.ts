@@ -71,8 +71,12 @@ export class Executor {
     if (item.problem) return specProblem(ref.cfg.key, `.spec.syncItems[${item.index}]`, item.problem);
     const site = syncItemSite(ref, item, renderTemplate(item.name, ref.namespace));
     const fail = failure(site);
-    const gathered = await this.#gather(ref, item).catch((e: unknown) => asError(e));
-    if (gathered instanceof Error) return fail(gathered);
+    let gathered: Gathered;
+    try {
+      gathered = await this.#gather(ref, item);
+    } catch (e) {
+      return fail(e);
+    }
     const { plan, keys } = await this.#plan(gathered);
     const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(plan), result);
     if (plan.kind !== "create" && plan.kind !== "update") {
@@ -271,5 +275,3 @@ export class Executor {
     return namespacedOnly(await this.discovery.resolve(apiVersion, kind), apiVersion);
   }
 }
-
-const asError = (e: unknown) => e instanceof Error ? e : new Error(String(e));
