@@ -38,6 +38,8 @@ import { HASH_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "executor"]);
 
+type Planned = { plan: SyncPlan; keys: ItemKeys };
+
 /** An item's target, and how to have its cached entry packed once the planner has judged it. */
 interface Gathered {
   target: SyncTarget;
@@ -77,7 +79,15 @@ export class Executor {
     } catch (e) {
       return fail(e);
     }
-    const { plan, keys } = await this.#plan(gathered);
+    // Planned and applied in one turn of the event loop (no await between them) unless it waits for the item's
+    // learning write: another namespace's try of the item must see this one's learning write when it plans.
+    let planned = this.#plan(gathered);
+    const learning = this.#learningFor(planned);
+    if (learning) {
+      await learning;
+      planned = this.#plan(gathered);
+    }
+    const { plan, keys } = planned;
     const logged = (result?: ItemResult) => logDecision(site, () => syncPlanWords(plan), result);
     if (plan.kind !== "create" && plan.kind !== "update") {
       logged();
@@ -113,17 +123,14 @@ export class Executor {
   }
 
   /**
-   * Plans the item. One whose object has server-added fields not explained yet waits for the item's write that is
-   * learning them, if one is under way, and is planned again with what it learnt (see lib/sync/item_books.ts).
+   * The write to wait for before this plan: an update of an object whose server-added fields are not explained yet
+   * waits for the item's write that is learning them, if one is under way (see lib/sync/item_books.ts).
    */
-  async #plan(g: Gathered): Promise<{ plan: SyncPlan; keys: ItemKeys }> {
-    const planned = this.#planOnce(g);
-    const { plan } = planned;
-    const learning = plan.kind === "update" && plan.unexplained && this.#books.learning(planned.keys.itemKey);
-    return learning ? (await learning, this.#planOnce(g)) : planned;
+  #learningFor({ plan, keys }: Planned): Promise<void> | undefined {
+    return plan.kind === "update" && plan.unexplained ? this.#books.learning(keys.itemKey) : undefined;
   }
 
-  #planOnce({ target, settled }: Gathered): { plan: SyncPlan; keys: ItemKeys } {
+  #plan({ target, settled }: Gathered): Planned {
     const { plan, memo, keys } = planSyncItem(target, this.#view);
     // Put back only what learnt something: a packed entry put back unchanged would be packed and rewritten for nothing.
     if (target.observed && memo) {
