@@ -16,7 +16,7 @@ import { keyOf, type SyncConfig } from "../model/syncconfig.ts";
 import type { ControllerOptions } from "./options.ts";
 import { buildParts, type ControllerParts } from "./parts.ts";
 import { PassTracker, runIntervalPasses } from "./pass.ts";
-import { sameSpecAndPruning } from "../sync/prune.ts";
+import { sameSpecAndPruning } from "../sync/prune_decisions.ts";
 import { WorkQueue } from "./queue.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { LabelKeys } from "../model/label_keys.ts";

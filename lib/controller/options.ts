@@ -14,7 +14,7 @@ export interface ControllerOptions {
    * name a ServiceAccount (lib/model/identity.ts). Undefined: off.
    */
   trustedNamespaces?: readonly string[];
-  /** `--prune-default`: prune for SyncConfigs without a prune annotation (lib/sync/prune.ts). */
+  /** `--prune-default`: prune for SyncConfigs without a prune annotation (lib/sync/prune_decisions.ts). */
   pruneDefault?: boolean;
   /** `--full-compare-interval` (see freshness.ts); 0 compares every namespace in every pass. */
   fullCompareIntervalMs?: number;

@@ -17,7 +17,7 @@ import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { Registry } from "../model/registry.ts";
 import { refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
-import { Pruner } from "../sync/pruner.ts";
+import { Pruner } from "../sync/prune_deletes.ts";
 import { MAX_FIGHT_DELAY_MS } from "../sync/retry_policy.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
 import { arrivalJudge } from "./arrival_judge.ts";

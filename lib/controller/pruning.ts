@@ -1,5 +1,5 @@
 /**
- * Pruning in the controller: where each SyncConfig stands (lib/sync/prune.ts has the rules), the prune step of a
+ * Pruning in the controller: where each SyncConfig stands (lib/sync/prune_decisions.ts has the rules), the prune step of a
  * namespace unit, and the finalizer that holds a deleted SyncConfig until what it created is gone.
  *
  * The finalizer is on a SyncConfig exactly while pruning is on for it; it is metadata, not spec. A SyncConfig
@@ -25,8 +25,8 @@ import {
   type PruneScope,
   pruneScope,
   settlingMs,
-} from "../sync/prune.ts";
-import type { Pruner } from "../sync/pruner.ts";
+} from "../sync/prune_decisions.ts";
+import type { Pruner } from "../sync/prune_deletes.ts";
 import { LISTING_RECHECK_MS, PRUNE_RELOOK_BASE_MS, type WorkFacts } from "../sync/retry_policy.ts";
 import type { Step } from "../sync/step.ts";
 import type { Registry } from "../model/registry.ts";
@@ -50,7 +50,7 @@ export interface PruningDeps {
   pruner: PrunerParts;
 }
 
-/** What pruning asks of the pruner (lib/sync/pruner.ts). */
+/** What pruning asks of the pruner (lib/sync/prune_deletes.ts). */
 export type PrunerParts = Pick<
   Pruner,
   | "createdIn"

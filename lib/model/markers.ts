@@ -15,7 +15,7 @@ export const OWNER_ANNOTATION = "sync.appuio.ch/owner";
 export const HASH_ANNOTATION = "sync.appuio.ch/desired-hash";
 /**
  * Written on every object espejo creates (never on one it adopts), with the SyncConfig's key, and kept by its
- * updates: what pruning may delete (lib/sync/prune.ts). Not part of the desired object, so never a difference: a
+ * updates: what pruning may delete (lib/sync/prune_decisions.ts). Not part of the desired object, so never a difference: a
  * tenant who removes it only takes the object out of pruning.
  */
 export const CREATED_ANNOTATION = "sync.appuio.ch/created-by";

@@ -1,6 +1,6 @@
 /**
  * What the controller would do now, from a {@link Snapshot}: the same compiler, selection, desired objects, planner
- * and prune rules as the controller (lib/sync/planner.ts, lib/sync/prune.ts), only nothing is performed. Like a
+ * and prune rules as the controller (lib/sync/planner.ts, lib/sync/prune_decisions.ts), only nothing is performed. Like a
  * freshly started controller it knows no fights and no backoffs; what the server adds to an item it learns from the
  * first namespace that shows it, as the controller learns it from its first write.
  */
@@ -25,7 +25,7 @@ import {
   syncItemSite,
 } from "../sync/planner.ts";
 import { liveParts } from "../sync/applier.ts";
-import { pruneEnabled, type PrunePlan, pruneScope } from "../sync/prune.ts";
+import { pruneEnabled, type PrunePlan, pruneScope } from "../sync/prune_decisions.ts";
 import { Registry } from "../model/registry.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { explainedByDefaults } from "./server_defaults.ts";

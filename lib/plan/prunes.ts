@@ -1,12 +1,12 @@
 /**
  * The prunes a plan shows for one SyncConfig: the objects it created (owner annotation and creation record both
- * name it) among the listed ones, judged by the controller's prune rules (lib/sync/prune.ts) namespace by namespace.
+ * name it) among the listed ones, judged by the controller's prune rules (lib/sync/prune_decisions.ts) namespace by namespace.
  */
 import { type ResourceInfo, resourceKey } from "../kube/discovery.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { Registry } from "../model/registry.ts";
 import { CREATED_ANNOTATION, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../model/markers.ts";
-import { planPrunes, type PruneCandidate, type PrunePlan, type PruneScope } from "../sync/prune.ts";
+import { planPrunes, type PruneCandidate, type PrunePlan, type PruneScope } from "../sync/prune_decisions.ts";
 import { kindKey, type Snapshot } from "./snapshot.ts";
 
 /** What SyncConfig `key` would prune in `namespaces`, where `scopeIn` says where it stands for pruning. */

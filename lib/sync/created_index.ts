@@ -1,6 +1,6 @@
 /**
  * Which objects claim to have been created by which SyncConfig, by namespace: the candidates of pruning
- * (lib/sync/prune.ts). An object claims it with both markers, the owner annotation and the creation record naming
+ * (lib/sync/prune_decisions.ts). An object claims it with both markers, the owner annotation and the creation record naming
  * the same SyncConfig. The index is a superset, filled as the caches decode objects and never trusted as it is: the
  * caches check every entry when it is used and drop the ones that no longer hold.
  *

@@ -34,7 +34,7 @@ export function desiredObjectNow(
   metadata.namespace = namespace;
   metadata.labels = { ...(metadata.labels ?? {}), [MANAGED_LABEL]: MANAGED_LABEL_VALUE };
   metadata.annotations = { ...(metadata.annotations ?? {}), [OWNER_ANNOTATION]: cfg.key };
-  // Only a create writes the creation record (lib/sync/prune.ts); one copied into an item would mark adopted objects.
+  // Only a create writes the creation record (lib/sync/prune_decisions.ts); one copied into an item would mark adopted objects.
   delete metadata.annotations[CREATED_ANNOTATION];
   delete metadata.ownerReferences;
   object.metadata = metadata;

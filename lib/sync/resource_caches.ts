@@ -15,7 +15,7 @@ import { CreatedIndex } from "./created_index.ts";
 import { OwnWrites } from "./own_writes.ts";
 import { judgedOnArrival } from "./judged_on_arrival.ts";
 import { packedObjects } from "./packed_object.ts";
-import type { PruneCandidate } from "./prune.ts";
+import type { PruneCandidate } from "./prune_decisions.ts";
 export { cacheProblem, ready } from "./cache_ready.ts";
 import { type CachedObject, decodeManaged, type ExistingObject } from "./cached_object.ts";
 import { MANAGED_LABEL, MANAGED_LABEL_VALUE } from "../model/markers.ts";

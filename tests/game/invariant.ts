@@ -11,7 +11,7 @@
  *   accepted when it is a restore the issue requires espejo to make (an immutable field the tenant changed: espejo
  *   must replace the object, issue 20 "Restores that a patch cannot do").
  * - The namespace is not selected: the SyncConfig that prunes has deleted every object that still carries both of
- *   its markers (owner annotation and creation record, lib/sync/prune.ts); one the tenant took a marker from is not
+ *   its markers (owner annotation and creation record, lib/sync/prune_decisions.ts); one the tenant took a marker from is not
  *   espejo's to delete. The SyncConfig without pruning leaves its objects as they are.
  */
 import { deepEqual, type KubeObject } from "../../lib/kube/objects.ts";

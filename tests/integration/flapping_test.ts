@@ -3,7 +3,7 @@
  * one selection per unit, espejo's own prunes are no one else's deletions (no fight), a status write a second at
  * most, and everything right within one interval after the flapping stops.
  */
-import { RELABEL_SETTLE_MS } from "../../lib/sync/prune.ts";
+import { RELABEL_SETTLE_MS } from "../../lib/sync/prune_decisions.ts";
 import assert from "node:assert/strict";
 import type { HttpKubeClient } from "../../lib/kube/client.ts";
 import { createServiceAccount } from "../../testenv/controlplane.ts";

@@ -1,4 +1,4 @@
-/** Which objects a SyncConfig with pruning on deletes (lib/sync/prune.ts), as a table. */
+/** Which objects a SyncConfig with pruning on deletes (lib/sync/prune_decisions.ts), as a table. */
 import assert from "node:assert/strict";
 import type { ResourceInfo } from "../../lib/kube/discovery.ts";
 import fc from "fast-check";
@@ -14,7 +14,7 @@ import {
   pruneScope,
   RELABEL_SETTLE_MS,
   settlingMs,
-} from "../../lib/sync/prune.ts";
+} from "../../lib/sync/prune_decisions.ts";
 
 const CM = { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap", namespaced: true } as ResourceInfo;
 const candidate = (name: string): PruneCandidate => ({ resource: CM, namespace: "team-a", name, uid: `uid-${name}` });

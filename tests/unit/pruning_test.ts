@@ -11,7 +11,7 @@ import { PRUNE_ANNOTATION, PRUNE_FINALIZER } from "../../lib/model/markers.ts";
 import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
 import { Registry } from "../../lib/model/registry.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
-import type { PruneCandidate } from "../../lib/sync/prune.ts";
+import type { PruneCandidate } from "../../lib/sync/prune_decisions.ts";
 
 const KEY = "espejo/x";
 

@@ -1,5 +1,5 @@
 /**
- * Performs prune plans (lib/sync/prune.ts) with the applier's delete, which is conditional on the uid the cache
+ * Performs prune plans (lib/sync/prune_decisions.ts) with the applier's delete, which is conditional on the uid the cache
  * saw (an object created again meanwhile under the same name is not touched), and gathers what pruning needs: the
  * created objects of a namespace from the caches, and the caches of every kind a SyncConfig's items name (a
  * SyncConfig deleted while espejo was stopped: nothing is known about it until those caches have listed).
@@ -11,7 +11,7 @@ import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import { Applier } from "./applier.ts";
 import { missingRightHint } from "./missing_right.ts";
 import { errorFields, type FailureFields, type ItemAction, reasonOf } from "./failures.ts";
-import type { PruneCandidate, PrunePlan } from "./prune.ts";
+import type { PruneCandidate, PrunePlan } from "./prune_decisions.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
 
 export type PruneResult =
