@@ -34,6 +34,8 @@ const FIND: [args: string[], want: string[] | undefined][] = [
   [["--enable-leader-election=true", "true", "plan"], undefined],
   // `--` ends the search: what follows is positional.
   [["--", "plan"], undefined],
+  // ... unless it is a flag's value: cobra's stripFlags takes the word after an unknown `-f` as its value, `--` too.
+  [["-f", "--", "plan"], ["-f", "--"]],
   [["-", "plan"], ["-"]],
   [["", "plan"], [""]],
   [[], undefined],
@@ -47,7 +49,7 @@ for (const [args, want] of FIND) {
   });
 }
 
-Deno.test("findSubcommand hands the subcommand every word but its own, in order", () => {
+Deno.test("findSubcommand hands the subcommand every word but its own, in order, never after a -- that ends the flags", () => {
   const word = fc.oneof(
     fc.constantFrom("-v", "--kubeconfig", "--kubeconfig=x", "-f", "true", "x", "--", "plan", "-vh", "--nope"),
     fc.string(),
@@ -60,7 +62,15 @@ Deno.test("findSubcommand hands the subcommand every word but its own, in order"
       w === "plan" && [...args.slice(0, i), ...args.slice(i + 1)].join("\0") === found.args.join("\0")
     );
     assert.ok(at >= 0, JSON.stringify(args));
-    assert.ok(!args.slice(0, at).includes("--"), "never after --");
+    // Never after a `--` that ends the flags. One before the subcommand is a flag's value, as in cobra's stripFlags:
+    // the word before it is a flag that takes one (not boolean, no `=`, not grouped shorthands).
+    const boolean = new Set(["-v", "--verbose", "-h", "--help"]);
+    const takesValue = (w: string | undefined) =>
+      w !== undefined && w.startsWith("-") && w !== "--" && !w.includes("=") && !boolean.has(w) &&
+      (w.startsWith("--") || w.length === 2);
+    args.slice(0, at).forEach((w, j) => {
+      if (w === "--") assert.ok(takesValue(args[j - 1]), `"--" at ${j} ends the flags: ${JSON.stringify(args)}`);
+    });
   }));
 });
 
