@@ -108,7 +108,7 @@ const isLease = (e: AuditEvent) => e.objectRef?.resource === "leases";
 
 Deno.test(
   "A standby fills its caches and writes nothing, reads no object, writes no status and no Event; after a SIGKILL " +
-    "of the leader it restores a deleted ConfigMap without reading ConfigMaps again",
+    "of the leader it restores a deleted ConfigMap without reading ConfigMaps again, and syncs a namespace created then",
   opts,
   async () => {
     const c = await testCluster();
@@ -117,6 +117,7 @@ Deno.test(
     const prefix = uniqueName("hot");
     const label = `espejo-test/standby-${prefix}`;
     const namespaces = Array.from({ length: NAMESPACES }, (_, i) => `${prefix}-${i}`);
+    const late = `${prefix}-late`;
     const dir = await Deno.makeTempDir({ prefix: "espejo-standby-" });
     const sampler = new MemorySampler();
     const replicas: ControllerProcess[] = [];
@@ -252,12 +253,20 @@ Deno.test(
       const afterKill = auditNow();
       const deleted = namespaces[NAMESPACES - 1];
       await admin.request({ method: "DELETE", path: cm(deleted, `c${CONFIGS - 1}-info`) });
+      // A namespace created while no replica leads: synced by the new leader from its event, as any other.
+      await createNamespace(admin, late, { [label]: "yes" });
       await eventually(
         () => getObject(admin, cm(deleted, `c${CONFIGS - 1}-info`)),
         LEASE_MS + 30_000,
         "the new leader to restore the deleted ConfigMap",
       );
       const restoredMs = Date.now() - killedAt;
+      const lateSynced = async () => {
+        for (let i = 0; i < CONFIGS; i++) if (!(await getObject(admin, cm(late, `c${i}-info`)))) return false;
+        return true;
+      };
+      await eventually(lateSynced, LEASE_MS + 30_000, "the new leader to sync the namespace created after the kill");
+      const lateMs = Date.now() - killedAt;
       assert.ok((await logRecords(standby, "Became leader")).length > 0, "the standby took the Lease");
       const after = requestsOf(await auditEvents(c), standbyId, afterKill);
       assert.deepEqual(
@@ -280,7 +289,8 @@ Deno.test(
           (fillPeakKiB / 1024).toFixed(1)
         } MiB, ` +
         `${before.length} requests in ${beforeMinutes.toFixed(2)} min before the kill (fill included); ` +
-        `${rest ? `${rest}; ` : ""}restored ${restoredMs} ms after the kill (Lease ${LEASE_MS / 1000} s)`;
+        `${rest ? `${rest}; ` : ""}restored ${restoredMs} ms after the kill, a namespace created then synced after ` +
+        `${lateMs} ms (Lease ${LEASE_MS / 1000} s)`;
       console.log(figures);
       assert.ok(
         restoredMs < LEASE_MS + 5_000 + (REST_S > 0 ? 0 : 4_000),
@@ -294,7 +304,7 @@ Deno.test(
         await r.exit;
       }
       for (const g of cgroups) await g.remove();
-      await deleteNamespaces(admin, [cfgNs, ...namespaces]);
+      await deleteNamespaces(admin, [cfgNs, ...namespaces, late]);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
       admin.close();
     }
