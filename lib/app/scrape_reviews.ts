@@ -3,6 +3,7 @@
  * SubjectAccessReview of `get` on the path for the user it names, each ended by the check's signal or after
  * {@link CHECK_TIMEOUT_MS}.
  */
+import { reviewAccess } from "../kube/access_review.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { CHECK_TIMEOUT_MS } from "./shared_check.ts";
 
@@ -46,22 +47,13 @@ export async function accessReview(
   path: string,
   signal: AbortSignal,
 ): Promise<Authorization> {
-  const access = await client.request<{ status?: { allowed?: boolean; reason?: string } }>({
-    method: "POST",
-    path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-    body: {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: {
-        user: user.username,
-        uid: user.uid,
-        groups: user.groups,
-        extra: user.extra,
-        nonResourceAttributes: { path, verb: "get" },
-      },
-    },
-    signal,
-    timeoutMs: CHECK_TIMEOUT_MS,
-  });
-  return access.status?.allowed ? { allowed: true } : { allowed: false, reason: access.status?.reason };
+  const spec = {
+    user: user.username,
+    uid: user.uid,
+    groups: user.groups,
+    extra: user.extra,
+    nonResourceAttributes: { path, verb: "get" },
+  };
+  const access = await reviewAccess(client, spec, { signal, timeoutMs: CHECK_TIMEOUT_MS });
+  return access.allowed ? { allowed: true } : { allowed: false, reason: access.reason };
 }

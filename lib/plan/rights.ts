@@ -4,6 +4,7 @@
  * For a SyncConfig that writes as a ServiceAccount (lib/model/identity.ts) espejo itself only reads the item kinds
  * (list, watch: its caches) and impersonates; what the ServiceAccount needs is ./service_account_rights.ts's.
  */
+import { reviewAccess } from "../kube/access_review.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import { SYNCCONFIG_EXTRA } from "../model/identity.ts";
@@ -102,27 +103,15 @@ export async function mayDo(client: KubeClient, user: string, r: Right): Promise
   const slash = r.resource.indexOf("/");
   const resource = slash < 0 ? r.resource : r.resource.slice(0, slash);
   const subresource = slash < 0 ? undefined : r.resource.slice(slash + 1);
-  const review = await client.request<{ status?: { allowed?: boolean } }>({
-    method: "POST",
-    path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-    body: {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: {
-        user,
-        groups,
-        resourceAttributes: {
-          group: r.group,
-          resource,
-          subresource,
-          verb: r.verb,
-          namespace: r.namespace,
-          name: r.name,
-        },
-      },
-    },
-  });
-  return review.status?.allowed === true;
+  const resourceAttributes = {
+    group: r.group,
+    resource,
+    subresource,
+    verb: r.verb,
+    namespace: r.namespace,
+    name: r.name,
+  };
+  return (await reviewAccess(client, { user, groups, resourceAttributes })).allowed;
 }
 
 /** The rights `user` (a ServiceAccount's username) lacks; `error` when the reviews could not be asked. */
