@@ -1,7 +1,8 @@
 /**
  * What follows when a SyncConfig is created, changed or deleted: it is recompiled once per generation, a deleted
- * one is forgotten by every book that keeps state per SyncConfig in one call (key_books.ts), the caches follow the kinds its items name, and the namespaces it selects are queued.
- * One being deleted counts as deleted here; lib/controller/pruning.ts cleans up after it when it prunes.
+ * one is forgotten by every book that keeps state per SyncConfig in one call (key_books.ts), the caches follow the
+ * kinds its items name, and the namespaces it selects are queued. One being deleted counts as deleted here; when it
+ * prunes, the units' prune step (prune_step.ts) deletes what it created and prune_finalizer.ts then releases it.
  */
 import { getLogger } from "@logtape/logtape";
 import { setImmediate } from "node:timers";
@@ -19,7 +20,8 @@ import type { Registry } from "../model/registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
-import type { Pruning } from "./pruning.ts";
+import type { PruneStep } from "./prune_step.ts";
+import type { PruneFinalizer } from "./prune_finalizer.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
 import type { TrimmedLabels } from "./trimmed_labels.ts";
 
@@ -34,7 +36,8 @@ export interface ConfigChangesDeps {
   events: Pick<EventRecorder, "emit">;
   freshness: Pick<Freshness, "changedEverywhere">;
   enqueue: (item: WorkItem, trigger: Trigger) => void;
-  pruning: Pick<Pruning, "observe" | "settle" | "enabled">;
+  pruning: Pick<PruneStep, "observe" | "enabled">;
+  finalizer: Pick<PruneFinalizer, "settle">;
   /** Every book of per-SyncConfig state: a deleted SyncConfig is forgotten in one call. */
   books: Pick<KeyBooks, "configGone">;
   executor: Pick<Executor, "forgetConfig">;
@@ -56,7 +59,7 @@ export class ConfigChanges {
     this.catchUp();
     await this.d.trimmedLabels.refresh();
     await this.enqueueSelected(key);
-    return await this.d.pruning.settle(key);
+    return await this.d.finalizer.settle(key);
   }
 
   /**

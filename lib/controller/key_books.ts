@@ -92,7 +92,7 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
     config: (k) => b.executor.forgetConfig(k),
   });
   // A SyncConfig being deleted "goes" here while pruning still needs what it created: pruning unindexes it once it
-  // is gone for good or prunes no more (Pruning.settle).
+  // is gone for good or prunes no more (PruneFinalizer.settle).
   books.register("created index", { namespace: (ns) => b.caches.forgetNamespace(ns) });
   books.register("item gauges and delegated request counts", {
     config: (syncconfig) => {

@@ -13,7 +13,7 @@ import type { ItemAction } from "../sync/failures.ts";
 import { type LoggedFailure, syncConfigInNamespace } from "../sync/namespace_sync.ts";
 import { foldSteps, NO_STEP, type Step } from "../sync/step.ts";
 import type { ConfigChanges } from "./config_changes.ts";
-import type { Pruning } from "./pruning.ts";
+import type { PruneStep } from "./prune_step.ts";
 import type { SyncEvents } from "./sync_events.ts";
 import type { NamespaceLookup } from "./watches.ts";
 import type { TrimmedLabels } from "./trimmed_labels.ts";
@@ -23,7 +23,7 @@ export interface NamespaceUnitDeps {
   configs: Pick<ConfigChanges, "catchUp">;
   syncEvents: Pick<SyncEvents, "recordChange">;
   executor: Pick<Executor, "syncItem" | "deleteItem">;
-  pruning: Pick<Pruning, "decide" | "pruneNamespace">;
+  pruning: Pick<PruneStep, "decide" | "pruneNamespace">;
   trimmedLabels: Pick<TrimmedLabels, "readSoon">;
 }
 

@@ -27,7 +27,8 @@ import { KeyBooks, registerBooks } from "./key_books.ts";
 import { NamespaceUnit } from "./namespace_unit.ts";
 import type { ControllerOptions } from "./options.ts";
 import type { PassTracker } from "./pass.ts";
-import { Pruning, pruningOn } from "./pruning.ts";
+import { PruneStep, pruningOn } from "./prune_step.ts";
+import { PruneFinalizer } from "./prune_finalizer.ts";
 import type { WorkQueue } from "./queue.ts";
 import { StatusLedger } from "./status_ledger.ts";
 import { StatusWriter } from "./status_writer.ts";
@@ -68,7 +69,10 @@ export interface ControllerParts {
   statusWriter: StatusWriter;
   caches: ResourceCaches;
   executor: Executor;
-  pruning: Pruning;
+  /** The prune step of a unit, and where each SyncConfig stands for pruning. */
+  pruning: PruneStep;
+  /** A SyncConfig's prune finalizer, settled after each change of it. */
+  finalizer: PruneFinalizer;
   configs: ConfigChanges;
   workers: Workers;
   /** Every book of per-namespace and per-SyncConfig state, so that a deletion is one call. */
@@ -137,18 +141,19 @@ export function buildParts(base: PartsBase): ControllerParts {
   });
   const pruner = new Pruner(client, discovery, caches, () => metrics.writes.inc({ action: "prune" }));
   const shared = { namespaces, syncConfigs, registry, ledger, statusWriter, freshness, metrics, enqueue };
-  const pruning = new Pruning({
+  const pruning = new PruneStep({
     ...shared,
-    client,
     pruneDefault,
     recordChange: (k, a, ns) => syncEvents.recordChange(k, a, ns),
     pruner,
   });
+  const finalizer = new PruneFinalizer({ client, syncConfigs, step: pruning, pruner, enqueue });
   const trimmedLabels = new TrimmedLabels(client, namespaces, registry, base.namespaceChanged);
   const configs = new ConfigChanges({
     ...shared,
     books,
     pruning,
+    finalizer,
     events: standby.events,
     executor,
     caches,
@@ -171,7 +176,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     queue,
     units,
     configs,
-    pruning,
+    finalizer,
     pass: base.pass,
     beforeTake: () => {
       const sizes = { namespaces: namespaces.size, syncconfigs: syncConfigs.size, ...caches.sizes() };
@@ -202,6 +207,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     caches,
     executor,
     pruning,
+    finalizer,
     configs,
     workers,
     books,

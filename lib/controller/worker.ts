@@ -13,7 +13,7 @@ import type { ConfigChanges } from "./config_changes.ts";
 import type { Freshness } from "./freshness.ts";
 import type { NamespaceUnit, UnitResult } from "./namespace_unit.ts";
 import type { PassTracker } from "./pass.ts";
-import type { Pruning } from "./pruning.ts";
+import type { PruneFinalizer } from "./prune_finalizer.ts";
 import type { WorkQueue } from "./queue.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
@@ -25,7 +25,7 @@ export interface WorkerDeps {
   queue: Pick<WorkQueue<string, Trigger>, "get" | "done" | "addAfter" | "addRateLimited" | "forget" | "idle">;
   units: Pick<NamespaceUnit, "run">;
   configs: Pick<ConfigChanges, "process">;
-  pruning: Pick<Pruning, "settle">;
+  finalizer: Pick<PruneFinalizer, "settle">;
   ledger: StatusLedger;
   statusWriter: Pick<StatusWriter, "heard">;
   freshness: Freshness;
@@ -96,7 +96,7 @@ export class Workers {
   async #process(item: Exclude<WorkItem, { kind: "status" }>, trigger: Trigger): Promise<WorkFacts> {
     if (item.kind === "namespace") return await this.#unit(item.name, trigger);
     try {
-      if (item.kind === "pruning") return await this.d.pruning.settle(item.key);
+      if (item.kind === "pruning") return await this.d.finalizer.settle(item.key);
       const settled = await this.d.configs.process(item.key);
       // What a SyncConfig's item leaves to try again is its pruning's settle (a finalizer patch): pruning's own item
       // retries it, where retrying this one would queue every namespace the SyncConfig selects again.

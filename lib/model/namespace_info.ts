@@ -21,7 +21,7 @@ export interface NamespaceInfo extends NamespaceFacts {
   phase: string;
   /**
    * When (Date.now()) this process last saw the labels change; undefined when they never changed since it first
-   * saw the namespace. Pruning waits for labels to settle (see lib/controller/pruning.ts), so that a namespace
+   * saw the namespace. Pruning waits for labels to settle (see lib/controller/prune_step.ts), so that a namespace
    * admin toggling a label costs no create and delete per toggle.
    */
   relabelledAt?: number;

@@ -48,7 +48,7 @@ async function runWorkers(keys: [string, Trigger][], answers: Record<string, Wor
     },
     units: { run: (name) => answer(`ns/${name}`) },
     configs: { process: (key) => answer(`cfg/${key}`) },
-    pruning: { settle: (key) => answer(`prune/${key}`) },
+    finalizer: { settle: (key) => answer(`prune/${key}`) },
     ledger,
     statusWriter: { heard: (f) => void (f.kind === "retryDue" && retried.push(f.cfgKey)) },
     freshness,

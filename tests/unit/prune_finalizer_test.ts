@@ -1,9 +1,10 @@
 /**
- * Pruning's finalizer bookkeeping (lib/controller/pruning.ts, `settle`) with recording fakes: each row of the state
+ * The prune finalizer's bookkeeping (lib/controller/prune_finalizer.ts, `settle`) with recording fakes: each row of the state
  * table performs its one action, and what comes back is the retry policy's to schedule.
  */
 import assert from "node:assert/strict";
-import { type PrunerParts, Pruning } from "../../lib/controller/pruning.ts";
+import { PruneFinalizer } from "../../lib/controller/prune_finalizer.ts";
+import { type PrunerParts, PruneStep } from "../../lib/controller/prune_step.ts";
 import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { Metrics } from "../../lib/metrics/metrics.ts";
@@ -34,7 +35,7 @@ function syncConfig(o: { prune: boolean; finalizer: boolean; deleting?: boolean 
   };
 }
 
-/** Pruning over one SyncConfig, a client that records its patches (or refuses them), and a pruner of `left`. */
+/** The finalizer of one SyncConfig, a client that records its patches (or refuses them), and a pruner of `left`. */
 function pruning(sc: SyncConfig, o: { left?: string[]; refuse?: ApiError } = {}) {
   const told: string[] = [];
   const cache = new Map([[KEY, sc]]);
@@ -60,22 +61,27 @@ function pruning(sc: SyncConfig, o: { left?: string[]; refuse?: ApiError } = {})
   };
   const registry = new Registry<NamespaceInfo>();
   registry.compile(KEY, sc);
-  const p = new Pruning({
-    client,
-    syncConfigs: { get: (k) => cache.get(k), upsert: (reply) => void cache.set(KEY, reply as SyncConfig) },
+  const syncConfigs = {
+    get: (k: string) => cache.get(k),
+    upsert: (reply: unknown) => void cache.set(KEY, reply as SyncConfig),
+  };
+  const enqueue = (item: unknown) => void told.push(`queue ${JSON.stringify(item)}`);
+  const step = new PruneStep({
+    syncConfigs,
     namespaces: { get: () => undefined },
     registry,
     metrics: new Metrics(),
     pruneDefault: false,
-    enqueue: (item) => void told.push(`queue ${JSON.stringify(item)}`),
+    enqueue,
     recordChange: () => {},
     pruner,
   });
-  p.observe(KEY, sc);
+  step.observe(KEY, sc);
+  const p = new PruneFinalizer({ client, syncConfigs, step, pruner, enqueue });
   return { p, told };
 }
 
-Deno.test("Pruning.settle: turned on, the finalizer is added, and what it created is indexed and queued", async () => {
+Deno.test("PruneFinalizer.settle: turned on, the finalizer is added, and what it created is indexed and queued", async () => {
   const { p, told } = pruning(syncConfig({ prune: true, finalizer: false }));
   assert.deepEqual(await p.settle(KEY), { retry: false });
   assert.deepEqual(told, [
@@ -86,7 +92,7 @@ Deno.test("Pruning.settle: turned on, the finalizer is added, and what it create
   ]);
 });
 
-Deno.test("Pruning.settle: turned off, the finalizer is removed and what it created leaves the index", async () => {
+Deno.test("PruneFinalizer.settle: turned off, the finalizer is removed and what it created leaves the index", async () => {
   const off = pruning(syncConfig({ prune: false, finalizer: true }));
   assert.deepEqual(await off.p.settle(KEY), { retry: false });
   assert.deepEqual(off.told, [`unindex ${KEY}`, "PATCH finalizers []"]);
@@ -95,7 +101,7 @@ Deno.test("Pruning.settle: turned off, the finalizer is removed and what it crea
   assert.deepEqual(none.told, [`unindex ${KEY}`], "no request: only the index entries go");
 });
 
-Deno.test("Pruning.settle: deleted, what is left is queued and looked at again from 5 s; none left, released", async () => {
+Deno.test("PruneFinalizer.settle: deleted, what is left is queued and looked at again from 5 s; none left, released", async () => {
   const left = pruning(syncConfig({ prune: true, finalizer: true, deleting: true }), { left: ["team-b"] });
   assert.deepEqual(await left.p.settle(KEY), { retry: true, baseMs: 5000 });
   assert.deepEqual(left.told, [`queue {"kind":"namespace","name":"team-b"}`]);
@@ -104,13 +110,13 @@ Deno.test("Pruning.settle: deleted, what is left is queued and looked at again f
   assert.deepEqual(done.told, ["PATCH finalizers []"]);
 });
 
-Deno.test("Pruning.settle: deleted without pruning, released with what it created left in place", async () => {
+Deno.test("PruneFinalizer.settle: deleted without pruning, released with what it created left in place", async () => {
   const { p, told } = pruning(syncConfig({ prune: false, finalizer: true, deleting: true }), { left: ["team-a"] });
   assert.deepEqual(await p.settle(KEY), { retry: false });
   assert.deepEqual(told, [`unindex ${KEY}`, "PATCH finalizers []"]);
 });
 
-Deno.test("Pruning.settle: a refused finalizer patch comes back by the policy: a conflict soon, else later", async () => {
+Deno.test("PruneFinalizer.settle: a refused finalizer patch comes back by the policy: a conflict soon, else later", async () => {
   const conflict = pruning(syncConfig({ prune: true, finalizer: false }), {
     refuse: new ApiError(409, "Conflict", "the object has been modified"),
   });

@@ -1,14 +1,11 @@
 /**
- * Pruning in the controller: where each SyncConfig stands (lib/sync/prune_decisions.ts has the rules), the prune step of a
- * namespace unit, and the finalizer that holds a deleted SyncConfig until what it created is gone.
- *
- * The finalizer is on a SyncConfig exactly while pruning is on for it; it is metadata, not spec. A SyncConfig
- * being deleted selects nothing: its objects are pruned namespace by namespace, then the finalizer is removed. A
- * deletion while espejo was stopped is found at start: the SyncConfig is still there, with its items and the
- * finalizer, and the caches of its kinds are listed before anything is concluded.
+ * The prune step of a namespace unit, and where each SyncConfig stands for pruning (lib/sync/prune_decisions.ts has
+ * the rules, lib/sync/prune_deletes.ts makes the deletes). After the unit's writes, every SyncConfig with pruning on
+ * that created objects in the namespace loses what it no longer wants there, if the unit decided so at its start and
+ * still does. A SyncConfig being deleted selects nothing: its objects are pruned namespace by namespace, and
+ * lib/controller/prune_finalizer.ts then releases it.
  */
 import { getLogger } from "@logtape/logtape";
-import type { KubeClient } from "../kube/client.ts";
 import type { WriteIdentity } from "../model/identity.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import type { Reflector } from "../kube/reflector.ts";
@@ -18,7 +15,6 @@ import type { ItemAction } from "../sync/failures.ts";
 import { mapBounded } from "../sync/bounded.ts";
 import {
   confirmedPrunes,
-  finalizerAction,
   planPrunes,
   pruneEnabled,
   type PrunePlan,
@@ -27,20 +23,17 @@ import {
   settlingMs,
 } from "../sync/prune_decisions.ts";
 import type { Pruner } from "../sync/prune_deletes.ts";
-import { LISTING_RECHECK_MS, PRUNE_RELOOK_BASE_MS, type WorkFacts } from "../sync/retry_policy.ts";
+import { LISTING_RECHECK_MS } from "../sync/retry_policy.ts";
 import type { Step } from "../sync/step.ts";
 import type { Registry } from "../model/registry.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import type { NamespaceLookup } from "./watches.ts";
 import type { Trigger, WorkItem } from "./work_items.ts";
-import { PRUNE_FINALIZER } from "../model/markers.ts";
-import { setPruneFinalizer } from "./prune_finalizer.ts";
 
 const log = getLogger(["espejo", "prune"]);
 
-export interface PruningDeps {
-  client: KubeClient;
-  syncConfigs: Pick<Reflector<SyncConfig>, "get" | "upsert">;
+export interface PruneStepDeps {
+  syncConfigs: Pick<Reflector<SyncConfig>, "get">;
   namespaces: NamespaceLookup;
   registry: Registry<NamespaceInfo>;
   metrics: Pick<Metrics, "prunes">;
@@ -80,18 +73,17 @@ const NOTHING: PruneDecision = { plans: [], listing: false, deleting: [] };
 const MAX_CONCURRENT_PRUNES = 16;
 
 const OFF: PruneScope = { kind: "off" };
-const SETTLED: WorkFacts = { retry: false };
 
 /** Whether pruning is on for SyncConfig `sc` as cached now (undefined: gone): its annotation, else the default. */
 export function pruningOn(sc: SyncConfig | undefined, pruneDefault: boolean): boolean {
   return !!sc && pruneEnabled(sc.metadata, pruneDefault);
 }
 
-export class Pruning {
+export class PruneStep {
   /** SyncConfigs being deleted (deletionTimestamp set), by key, with their uid, compiled once. */
   readonly #deleting = new Map<string, { uid: string; result: CompileResult }>();
 
-  constructor(private readonly d: PruningDeps) {}
+  constructor(private readonly d: PruneStepDeps) {}
 
   /** Whether pruning is on for the SyncConfig under `key` now (its annotation, read from the cache). */
   enabled(key: string): boolean {
@@ -138,7 +130,7 @@ export class Pruning {
       if (scope.kind === "off") continue;
       // Every kind the items name must be known: an item whose kind is mistyped names nothing, and its objects
       // must not look unnamed. (A deleted SyncConfig's unknown kinds have no objects left to prune.)
-      const config = this.#config(cfgKey);
+      const config = this.configOf(cfgKey);
       const problem = config && await pruner.watchItemKinds(config, scope.kind === "deleting");
       if (!config || problem) continue;
       if (scope.kind === "deleting") out.deleting.push(cfgKey);
@@ -195,75 +187,14 @@ export class Pruning {
     return out;
   }
 
-  #config(key: string) {
+  /** The compiled config of SyncConfig `key`: as it was when its deletion was seen, else as registered now. */
+  configOf(key: string) {
     const result = this.#deleting.get(key)?.result ?? this.d.registry.get(key)?.result;
     return result?.ok ? result.config : undefined;
   }
 
-  /**
-   * After a change of the SyncConfig under `key`, and when a look is due: the finalizer follows pruning, the
-   * namespaces where it created objects are queued (those it selects are queued anyway), and a deleted one is
-   * released once nothing it created is left. Returns whether to look again (backing off, see the retry policy).
-   */
-  async settle(key: string): Promise<WorkFacts> {
-    const sc = this.d.syncConfigs.get(key);
-    const { pruner } = this.d;
-    if (!sc) {
-      pruner.unindexCreatedBy(key); // gone for good (pruned first, if it pruned: the finalizer held it)
-      return SETTLED;
-    }
-    const deleting = this.#deleting.has(key);
-    const present = sc.metadata?.finalizers?.includes(PRUNE_FINALIZER) === true;
-    const prunes = deleting ? this.scope(key, false).kind === "deleting" : this.enabled(key);
-    // What it created stays in place and is no candidate any more: its index entries go (pruning turning on indexes
-    // what is there again).
-    if (!prunes) pruner.unindexCreatedBy(key);
-    switch (finalizerAction(deleting, present, prunes)) {
-      case "none":
-        return SETTLED;
-      case "remove":
-        return await setPruneFinalizer(this.d, key, sc, false) ?? SETTLED;
-      case "add": {
-        const failed = await setPruneFinalizer(this.d, key, sc, true);
-        if (failed) return failed;
-        return this.#watch(key, pruner);
-      }
-      case "watch":
-        return this.#watch(key, pruner);
-      case "release":
-        log.info("SyncConfig {syncConfig} deleted without pruning; objects it created are left in place", {
-          syncConfig: key,
-        });
-        return await setPruneFinalizer(this.d, key, sc, false) ?? SETTLED;
-      case "prune":
-        return await this.#pruneLeft(key, sc, pruner);
-    }
-  }
-
-  /** Pruning is on: what it created is indexed (objects cached while it did not prune were not), and queued. */
-  #watch(key: string, pruner: PrunerParts): WorkFacts {
-    pruner.indexCreatedBy(key);
-    for (const namespace of pruner.namespacesCreatedBy(key)) {
-      this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
-    }
-    return SETTLED;
-  }
-
-  /** A deleted SyncConfig that prunes: the namespaces where something of it is left are queued; released once none. */
-  async #pruneLeft(key: string, sc: SyncConfig, pruner: PrunerParts): Promise<WorkFacts> {
-    const problem = await pruner.watchItemKinds(this.#config(key)!, true);
-    const left = problem ? [] : pruner.namespacesCreatedBy(key).filter((ns) => {
-      const { created, listing } = pruner.createdIn(ns); // checks the entries (and drops the stale ones)
-      return listing || created.has(key);
-    });
-    if (problem) {
-      const syncConfig = key;
-      log.warn("SyncConfig {syncConfig} is being deleted but cannot be pruned yet: {problem}", { syncConfig, problem });
-    } else if (!left.length) {
-      return await setPruneFinalizer(this.d, key, sc, false) ?? SETTLED;
-    }
-    for (const namespace of left) this.d.enqueue({ kind: "namespace", name: namespace }, "syncconfig");
-    // Objects that go by themselves (a namespace deleted, a tenant) leave no trace: look again, backing off.
-    return { retry: true, baseMs: PRUNE_RELOOK_BASE_MS };
+  /** Whether SyncConfig `key` is being deleted, as the last change of it that was processed said. */
+  isDeleting(key: string): boolean {
+    return this.#deleting.has(key);
   }
 }
