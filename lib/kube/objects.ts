@@ -96,7 +96,12 @@ export function hashOf(v: unknown): Promise<string> {
 
 /** {@link hashOf}, computed synchronously (for code that must not wait, such as a cache's decoder). */
 export function hashOfNow(v: unknown): string {
-  return createHash("sha256").update(canonicalJson(v)).digest().subarray(0, 12).toString("hex");
+  return hashOfCanonical(canonicalJson(v));
+}
+
+/** {@link hashOfNow} of the value whose canonical JSON is `text`. */
+export function hashOfCanonical(text: string): string {
+  return createHash("sha256").update(text).digest().subarray(0, 12).toString("hex");
 }
 
 /** `group/version` split; the core group is "". */

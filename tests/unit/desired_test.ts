@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import fc from "fast-check";
-import { desiredObject, normalizeWriteOnlyFields } from "../../lib/sync/desired.ts";
+import { desiredObject, desiredObjectNow, normalizeWriteOnlyFields, rendered } from "../../lib/sync/desired.ts";
+import { hashOfNow } from "../../lib/kube/objects.ts";
 import { type CompiledSyncConfig, compileSyncConfig, type SyncItemSpec } from "../../lib/model/syncconfig.ts";
 import type { KubeObject } from "../../lib/kube/objects.ts";
 import { HASH_ANNOTATION, MANAGED_LABEL, MANAGED_LABEL_VALUE, OWNER_ANNOTATION } from "../../lib/model/markers.ts";
@@ -207,4 +208,73 @@ Deno.test("desiredObject gives different hashes for different namespaces or data
       assert.notEqual(a.hash, b.hash);
     }),
   );
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The item's text (lib/sync/desired_text.ts) stands for rendering
+
+/** JSON values whose strings hold `${PROJECT_NAME}` here and there, keys too (which are never rendered). */
+const withPlaceholders = fc.letrec((tie) => ({
+  text: fc.oneof(
+    fc.string(),
+    fc.constantFrom("${PROJECT_NAME}", "x-${PROJECT_NAME}-y", "${PROJECT_NAME}${PROJECT_NAME}", "0", "__proto__"),
+  ),
+  value: fc.oneof(
+    { depthSize: "small" },
+    tie("text"),
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(tie("text") as fc.Arbitrary<string>, tie("value"), { maxKeys: 4 }),
+  ),
+}));
+
+Deno.test("desiredObject: from the item's text, the same object and hash as rendered, in any namespace", () => {
+  fc.assert(
+    fc.property(
+      fc.dictionary(withPlaceholders.text as fc.Arbitrary<string>, withPlaceholders.value, { maxKeys: 5 }),
+      fc.constantFrom("ConfigMap", "Secret"),
+      fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?$/),
+      (fields, kind, namespace) => {
+        const { apiVersion: _a, kind: _k, metadata: _m, ...rest } = fields;
+        const cfg = compile([{
+          apiVersion: "v1",
+          kind,
+          metadata: { name: "x", labels: { a: "${PROJECT_NAME}" } },
+          ...rest,
+        }]);
+        const item = cfg.syncItems[0];
+        for (const ns of [namespace, "other", namespace]) {
+          const slow = rendered(cfg, item, ns);
+          const { object, hash } = desiredObjectNow(cfg, item, ns);
+          assert.equal(hash, hashOfNow(slow));
+          const { [HASH_ANNOTATION]: written, ...annotations } = object.metadata!.annotations!;
+          assert.equal(written, hash);
+          assert.deepEqual({ ...object, metadata: { ...object.metadata, annotations } }, slow);
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("desiredObject: where the item's text cannot stand for rendering, it is rendered", () => {
+  const cases: [Record<string, unknown>, string][] = [
+    [
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" }, data: { a: "ESPEJO_NAMESPACE_STAND_IN_5e1f" } },
+      "team-a",
+    ],
+    [{ apiVersion: "v1", kind: "Secret", metadata: { name: "x" }, stringData: { a: "${PROJECT_NAME}" } }, "team-a"],
+    [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" }, data: { a: "${PROJECT_NAME}" } }, "Team_A"],
+  ];
+  for (const [item, ns] of cases) {
+    const cfg = compile([item]);
+    const slow = rendered(cfg, cfg.syncItems[0], ns);
+    const { object, hash } = desiredObjectNow(cfg, cfg.syncItems[0], ns);
+    assert.equal(hash, hashOfNow(slow));
+    delete object.metadata!.annotations![HASH_ANNOTATION];
+    assert.deepEqual(object, slow);
+  }
 });
