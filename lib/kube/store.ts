@@ -133,12 +133,18 @@ export class ObjectStore<T> {
     return e instanceof Wrapped ? e.value : e as unknown as T;
   }
 
+  // Only the field asked for is read from a packed entry: decoding its uid costs more than the rest of a read.
   versionOf(e: Entry): string {
-    return typeof e === "string" ? split(e)[0] : (e as unknown as Wrapped<T>).resourceVersion;
+    if (typeof e !== "string") return (e as unknown as Wrapped<T>).resourceVersion;
+    const packed = e as unknown as string;
+    return packed.slice(0, packed.indexOf(SEP));
   }
 
   uidOf(e: Entry): string | undefined {
-    return typeof e === "string" ? split(e)[1] : (e as unknown as Wrapped<T>).uid;
+    if (typeof e !== "string") return (e as unknown as Wrapped<T>).uid;
+    const packed = e as unknown as string;
+    const a = packed.indexOf(SEP);
+    return fullUid(packed.slice(a + 1, packed.indexOf(SEP, a + 1)));
   }
 
   #schedulePack(key: string): void {
@@ -168,7 +174,8 @@ export class ObjectStore<T> {
     const uid = this.uidOf(e);
     if (uid === undefined || rv.includes(SEP) || uid.includes(SEP)) return undefined;
     const storedUid = compactUid(uid);
-    if (fullUid(storedUid) !== uid) return undefined; // an odd uid that would read back as another
+    // A uid kept as it is must not look compacted (it would read back as another); a compacted one reads back.
+    if (storedUid === uid && fullUid(uid) !== uid) return undefined;
     const packed = this.packing.pack(this.valueOf(e));
     // Joined, not concatenated: a concatenation is a tree of the parts it was made of, which it keeps alive.
     return packed === undefined ? undefined : [rv, storedUid, packed].join(SEP) as unknown as Entry;
