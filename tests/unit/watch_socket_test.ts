@@ -96,7 +96,7 @@ Deno.test("watch socket: an abort while the body is read ends the watch with the
 });
 
 Deno.test("watch socket: a body cut before its last chunk fails (the reflector watches again)", async () => {
-  const s = serveOnce([HEAD, chunk(line(event("a"))), "40\r\n{\"type\""]);
+  const s = serveOnce([HEAD, chunk(line(event("a"))), '40\r\n{"type"']);
   await assert.rejects(events(s.server), /closed before the reply's body ended/);
   await s.done;
 });
