@@ -11,6 +11,8 @@
  *  (f) resident memory.
  *  Phase 2 (restart with a short interval): (g) requests of a restart; (b) one steady full pass and its CPU time;
  *  (c) latency of namespaces created while a full pass runs.
+ * `--cold-start [--restarts 3] [--profile]` runs only restarts of a converged workload instead (bench/cold_start.ts),
+ * `--failover [--go-espejo PATH]` only a failover between two replicas (bench/failover.ts).
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -23,16 +25,17 @@ import { Reflector } from "../lib/kube/reflector.ts";
 import { AuditTail, countBy, percentile } from "./kit/audit.ts";
 import { aboutSyncConfig, createNamespace as createNamespaceWith } from "../testenv/harness.ts";
 import { createNamespaces } from "./kit/namespaces.ts";
-import { parsePrometheusText, type Samples, sumOf } from "./prometheus_text.ts";
+import { type Samples, sumOf } from "./prometheus_text.ts";
 import { BENCH_LABEL, benchSyncConfig, ITEM_COLLECTIONS, ITEMS_PER_CONFIG } from "./workload.ts";
-import { cpuTicksOf, MemorySampler, statusKiB } from "./kit/process.ts";
+import { cpuTicksOf, statusKiB } from "./kit/process.ts";
 import { Cgroup } from "../testenv/cgroup.ts";
 import { type PassFigures, renderMarkdown, renderSvg, type SizeResult } from "./report.ts";
 import { type FailedSize, memoryByNChart, renderMemoryByN } from "./memory_by_n.ts";
 import { colorOf, lineChart } from "./charts.ts";
 import { timelineOf } from "./timeline.ts";
-import { shippedArgv, spawnLogged } from "../testenv/process.ts";
-import { imageEnvironment } from "../testenv/image_env.ts";
+import { ControllerDied, ControllerProcess, sleep, until } from "./kit/controller.ts";
+import { coldStart, coldStartMarkdown } from "./cold_start.ts";
+import { failover, failoverMarkdown } from "./failover.ts";
 import { espejoIdentity, optIn } from "../testenv/espejo_rbac.ts";
 import { QUIET_MS } from "../lib/controller/memory_return.ts";
 
@@ -53,6 +56,14 @@ const { values } = parseArgs({
     // Only what the goal at scale needs (memory, a new namespace, a burst, restarts, a steady and a full-compare pass):
     // leaves out the edited item, pruning, and the latencies during a pass and as a cluster admin.
     scale: { type: "boolean", default: false },
+    // Only restarts of a converged workload, timed until synced, the fill's CPU per object (bench/cold_start.ts).
+    "cold-start": { type: "boolean", default: false },
+    restarts: { type: "string", default: "3" },
+    // With --cold-start: one more restart under the inspector's sampling profiler, and where its CPU went.
+    profile: { type: "boolean", default: false },
+    // Only a failover: two replicas, the leader SIGKILLed (bench/failover.ts); --go-espejo runs the Go espejo's too.
+    failover: { type: "boolean", default: false },
+    "go-espejo": { type: "string" },
   },
 });
 const LIMIT_MEMORY = 100 * 2 ** 20;
@@ -66,87 +77,7 @@ const scale = values.scale!;
 /** How long a burst over N namespaces may take: 600 s, or about 0.3 s per namespace inside the limits' CPU. */
 const convergenceTimeoutMs = (n: number) => Math.max(600_000, n * 100 * slowdown);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (s: string) => console.error(`bench: ${s}`);
-
-async function until<T>(
-  what: string,
-  check: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 600_000,
-  everyMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`bench: timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
-
-/** The controller as a process, with its /metrics. */
-class ControllerProcess {
-  child!: Deno.ChildProcess;
-  /** Set when the process ended on its own (killed by the memory limit, crashed): waits stop at once. */
-  exited = false;
-  #stopping = false;
-  readonly memory = new MemorySampler();
-  constructor(
-    readonly kubeconfig: string,
-    readonly metricsPort: number,
-    readonly healthPort: number,
-    readonly logFile: string,
-    readonly cgroup?: Cgroup,
-  ) {}
-
-  async start(intervalSeconds: number, extraArgs: string[] = []): Promise<void> {
-    const argv = shippedArgv([
-      "--kubeconfig",
-      this.kubeconfig,
-      `--metrics-addr=127.0.0.1:${this.metricsPort}`,
-      `--health-addr=127.0.0.1:${this.healthPort}`,
-      `--reconcile-interval=${intervalSeconds}s`,
-      "--kube-api-qps=1000",
-      "--kube-api-burst=2000",
-      "--log-format=json",
-      ...extraArgs,
-    ]);
-    this.child = spawnLogged(argv, {
-      env: { ...imageEnvironment(), WATCH_NAMESPACE: CONFIG_NS },
-      logFile: this.logFile,
-      cgroup: this.cgroup,
-    });
-    this.exited = false;
-    this.#stopping = false;
-    void this.child.status.then(() => this.exited = !this.#stopping);
-    this.memory.start(this.child.pid);
-    await until("controller ready", async () => {
-      try {
-        return (await fetch(`http://127.0.0.1:${this.healthPort}/readyz`)).status === 200;
-      } catch {
-        return false;
-      }
-    }, 60_000 * slowdown);
-  }
-
-  /** Throws when the controller ended on its own; the bench reports that size as failed, with its OOM kills. */
-  alive(): void {
-    if (this.exited) throw new ControllerDied(`the controller exited during the run`);
-  }
-
-  async metrics(): Promise<Samples> {
-    return parsePrometheusText(await (await fetch(`http://127.0.0.1:${this.metricsPort}/metrics`)).text());
-  }
-
-  async stop(): Promise<void> {
-    this.#stopping = true;
-    this.memory.stop();
-    this.child.kill("SIGTERM");
-    await this.child.status;
-  }
-}
-
-class ControllerDied extends Error {}
 
 /** Watches the objects espejo writes, to time when a namespace has all its items. */
 class Arrivals {
@@ -341,13 +272,15 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
     await Deno.writeTextFile(kubeconfig, kubeconfigYaml(cp.server, cp.caPem, identity));
     const [metricsPort, healthPort] = await freePorts(2);
     cgroup = values.limits ? await Cgroup.create("espejo-bench", LIMIT_MEMORY, LIMIT_CPU) : undefined;
-    const ctl = running = new ControllerProcess(
+    const ctl = running = new ControllerProcess({
       kubeconfig,
       metricsPort,
       healthPort,
-      join(dir, "controller.log"),
+      logFile: join(dir, "controller.log"),
+      configNamespace: CONFIG_NS,
       cgroup,
-    );
+      readyTimeoutMs: 60_000 * slowdown,
+    });
     const audit = new AuditTail(cp.auditLogPath);
 
     log(`N=${N}: creating ${N} namespaces and ${M} SyncConfigs`);
@@ -624,13 +557,15 @@ async function runSize(N: number): Promise<SizeResult | FailedSize> {
       log(`N=${N}: (c) idle latency once more, as a cluster admin (no RBAC escalation checks)`);
       const adminKubeconfig = join(dir, "admin-kubeconfig");
       await Deno.writeTextFile(adminKubeconfig, kubeconfigYaml(cp.server, cp.caPem, cp.admin));
-      const asAdmin = new ControllerProcess(
-        adminKubeconfig,
+      const asAdmin = new ControllerProcess({
+        kubeconfig: adminKubeconfig,
         metricsPort,
         healthPort,
-        join(dir, "controller.log"),
+        logFile: join(dir, "controller.log"),
+        configNamespace: CONFIG_NS,
         cgroup,
-      );
+        readyTimeoutMs: 60_000 * slowdown,
+      });
       await asAdmin.start(3600);
       await until(
         "restart syncs done",
@@ -731,6 +666,57 @@ const meta = {
   cpus: navigator.hardwareConcurrency,
 };
 const outDir = join(repoRoot, "bench", "results");
+if (values.failover) {
+  const name = values.name === "latest" ? "failover" : values.name!;
+  const results = await failover({
+    sizes,
+    limits: values.limits ? { memoryBytes: LIMIT_MEMORY, cpuQuota: LIMIT_CPU } : undefined,
+    goEspejo: values["go-espejo"],
+  });
+  const failoverMeta = {
+    ...await stageMeta(),
+    command: `deno task bench --failover --sizes ${sizes.join(",")}${values.limits ? " --limits" : ""}${
+      values["go-espejo"] ? " --go-espejo <path>" : ""
+    }${name === "failover" ? "" : ` --name ${name}`}`,
+  };
+  await writeStage(name, { ...failoverMeta, results }, failoverMarkdown(results, failoverMeta));
+}
+if (values["cold-start"]) {
+  const name = values.name === "latest" ? "cold-start" : values.name!;
+  const results = await coldStart({
+    sizes,
+    restarts: Number(values.restarts),
+    profile: values.profile!,
+    limits: values.limits ? { memoryBytes: LIMIT_MEMORY, cpuQuota: LIMIT_CPU } : undefined,
+  });
+  const coldMeta = {
+    ...await stageMeta(),
+    command: `deno task bench --cold-start --sizes ${sizes.join(",")} --restarts ${values.restarts}${
+      values.profile ? " --profile" : ""
+    }${values.limits ? " --limits" : ""}${name === "cold-start" ? "" : ` --name ${name}`}`,
+  };
+  await writeStage(name, { ...coldMeta, results }, coldStartMarkdown(results, coldMeta));
+}
+
+/** Date, machine and commit of a stage's results. */
+async function stageMeta() {
+  const git = await new Deno.Command("git", { args: ["rev-parse", "--short", "HEAD"], cwd: repoRoot }).output();
+  return {
+    date: new Date().toISOString(),
+    cpus: navigator.hardwareConcurrency,
+    commit: new TextDecoder().decode(git.stdout).trim(),
+    limits: values.limits!,
+  };
+}
+
+/** A stage's results as bench/results/<name>.{json,md}; the page printed; the bench ends. */
+async function writeStage(name: string, json: unknown, page: string): Promise<never> {
+  await Deno.mkdir(outDir, { recursive: true });
+  await Deno.writeTextFile(join(outDir, `${name}.json`), JSON.stringify(json, null, 2) + "\n");
+  await Deno.writeTextFile(join(outDir, `${name}.md`), page);
+  console.log(page);
+  Deno.exit(0);
+}
 let md = "";
 // Written after each size: a run of many minutes that fails at its largest size keeps the others.
 for (const n of sizes) {
