@@ -24,6 +24,7 @@ import { listEach } from "./list.ts";
 import { isAtLeast, isOlder } from "./resource_version.ts";
 import { ObjectStore } from "./store.ts";
 import { FillProgress } from "./fill_progress.ts";
+import { IdleWatchdog } from "./idle_watchdog.ts";
 import { decodingSafely } from "./safe_decode.ts";
 import type { ChangeHandler, ChangeType, ReflectorOptions } from "./reflector_options.ts";
 
@@ -220,11 +221,9 @@ export class Reflector<T> {
   async #watch(signal: AbortSignal): Promise<void> {
     // The server ends a watch after timeoutSeconds; a random length spreads reconnects like client-go does.
     const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
-    // A connection can die without a close (a NAT or proxy drops it). The server sends a bookmark about once a
-    // minute, so a watch that stays silent much longer than that is abandoned and resumed.
+    // A watch that stays silent much longer than the server's bookmarks come is abandoned and resumed.
     const idleMs = this.opts.idleTimeoutMs ?? 150_000;
-    const idle = new AbortController();
-    let timer = setTimeout(() => idle.abort(), idleMs);
+    const idle = new IdleWatchdog(idleMs);
     try {
       let initial = this.#resourceVersion ? undefined : new InitialState(this.#store, this.opts.decode);
       const query = initial ? { labelSelector: this.opts.labelSelector, ...WATCH_LIST_QUERY, timeoutSeconds } : {
@@ -240,8 +239,7 @@ export class Reflector<T> {
         this.opts.metadataOnly ? METADATA_WATCH : undefined,
       );
       for await (const ev of events) {
-        clearTimeout(timer);
-        timer = setTimeout(() => idle.abort(), idleMs);
+        idle.arrived();
         this.#watchEvents++;
         this.#received++;
         this.#fill.arrived();
@@ -260,7 +258,7 @@ export class Reflector<T> {
       if (!idle.signal.aborted || signal.aborted) throw e;
       this.opts.onWatchRestart?.(`no event or bookmark for ${idleMs / 1000}s, reconnecting`);
     } finally {
-      clearTimeout(timer);
+      idle.stop();
     }
   }
 
