@@ -163,7 +163,8 @@ async function restart(
       "every namespace synced after the restart",
       async () => {
         ctl.alive();
-        return sumOf(await ctl.metrics(), "espejo_syncs_total") >= N;
+        // A scrape refused while the controller is busy is asked again (alive() above tells an ended process).
+        return await ctl.metrics().then((m) => sumOf(m, "espejo_syncs_total") >= N, () => false);
       },
       Math.max(600_000, N * 100 * slowdown),
       1000,

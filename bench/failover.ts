@@ -69,6 +69,8 @@ export interface FailoverSize {
 /** A replica of either controller: started, killed, its log and process. */
 interface Replica {
   start(): Promise<void>;
+  /** Whether the process ended (killed by the memory limit, crashed) without being stopped. */
+  exited(): boolean;
   kill(): Promise<void>;
   stop(): Promise<void>;
   readonly pid: number;
@@ -135,7 +137,16 @@ async function run(
     if (controller === "espejo") {
       await until(
         "the leader's first sync of every namespace",
-        async () => sumOf(await metricsOf(leader), "espejo_syncs_total") >= N,
+        async () => {
+          try {
+            return sumOf(await metricsOf(leader), "espejo_syncs_total") >= N;
+          } catch (e) {
+            // A scrape refused while the leader is busy is asked again; a leader that ended is the run's failure.
+            if (leader.exited()) throw new Error(`the leader ended while syncing: ${await tailOf(leader.logFile)}`);
+            log(`${controller} N=${N}: /metrics did not answer (${e}), asking again`);
+            return false;
+          }
+        },
         Math.max(600_000, N * 100 * slowdown),
         1000,
       );
@@ -218,6 +229,7 @@ async function espejoReplica(kubeconfig: string, logFile: string, cgroup: Cgroup
       return ctl.child.pid;
     },
     start: () => ctl.start(3600, ["--enable-leader-election"]),
+    exited: () => ctl.exited,
     kill: async () => {
       ctl.memory.stop();
       ctl.child.kill("SIGKILL");
@@ -239,6 +251,7 @@ async function goReplica(binary: string, kubeconfig: string, logFile: string, cg
     get pid() {
       return child!.pid;
     },
+    exited: () => false,
     start: () => {
       // Outside a cluster, controller-runtime finds no namespace for its Lease (it reads the in-cluster one) and the
       // Go espejo has no flag for it: the process gets a private /run holding that file, this machine's stays as is.
@@ -271,6 +284,10 @@ async function goReplica(binary: string, kubeconfig: string, logFile: string, cg
 async function metricsOf(r: Replica) {
   const port = (r as Replica & { metricsPort: number }).metricsPort;
   return parsePrometheusText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+}
+
+async function tailOf(file: string): Promise<string> {
+  return (await Deno.readTextFile(file).catch(() => "")).split("\n").slice(-5).join("\n");
 }
 
 async function logHas(file: string, text: string): Promise<boolean> {
