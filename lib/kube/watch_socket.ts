@@ -11,10 +11,18 @@
  * Only for what a fetch client would do plainly: `https:` with the kubeconfig's CA and client certificate, or
  * `http:`; no proxy (transport_fetch.ts keeps fetch for those). No compression is asked for.
  */
+import { setImmediate } from "node:timers";
 import type { SendInit, TransportOptions, WatchReply } from "./transport.ts";
 
 /** Bytes read at once, into one buffer per watch. */
 const READ_SIZE = 64 * 1024;
+/**
+ * How long reads that the socket answers at once may go on before the event loop gets a turn. A TLS read whose bytes
+ * are there already resolves without one (Deno polls an op once as it starts), and after a restart the bytes are
+ * always there: a leader reading 100,000 objects ran no timer and read no other reply for 40 s, and lost its Lease
+ * (renewed every 2 s, lost after 10 s without).
+ */
+const TURN_AFTER_MS = 10;
 /** The longest reply head (status line and headers) read; the API server's are a few hundred bytes. */
 const MAX_HEAD = 64 * 1024;
 /** The longest chunk-size line (hex size and extensions). */
@@ -66,6 +74,8 @@ function requestText(url: URL, init: SendInit): string {
 class Socket {
   readonly buffer = new Uint8Array(READ_SIZE);
   #closed = false;
+  /** When the event loop last had a turn between reads. */
+  #turn = performance.now();
   readonly #onAbort = () => this.close();
 
   constructor(readonly conn: Deno.Conn, readonly signal?: AbortSignal) {
@@ -74,6 +84,10 @@ class Socket {
 
   /** The next bytes (a view of the reused buffer, valid until the next read); null at the end. */
   async read(): Promise<Uint8Array | null> {
+    if (performance.now() - this.#turn > TURN_AFTER_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      this.#turn = performance.now();
+    }
     let n: number | null;
     try {
       n = await this.conn.read(this.buffer);
