@@ -71,14 +71,14 @@ function requestText(url: URL, init: SendInit): string {
 }
 
 /** The connection, closed when the signal aborts; a read or write it interrupted fails with the signal's reason. */
-class Socket {
+export class Socket {
   readonly buffer = new Uint8Array(READ_SIZE);
   #closed = false;
   /** When the event loop last had a turn between reads. */
   #turn = performance.now();
   readonly #onAbort = () => this.close();
 
-  constructor(readonly conn: Deno.Conn, readonly signal?: AbortSignal) {
+  constructor(readonly conn: Pick<Deno.Conn, "read" | "write" | "close">, readonly signal?: AbortSignal) {
     signal?.addEventListener("abort", this.#onAbort, { once: true });
   }
 
