@@ -5,11 +5,11 @@
  * explicitly. Needs `--allow-net`, and `--allow-env` to hide the variables.
  */
 import { proxyCredentials, type Transport, type TransportOptions } from "./transport.ts";
-import { openWatch } from "./watch_socket.ts";
 
 /**
  * Deno's fetch with clients of its own: requests over one connection (HTTP/2 when the server offers it), each watch
- * over an HTTP/1.1 connection of its own, read off the socket by watch_socket.ts (by fetch through a proxy). Over
+ * over an HTTP/1.1 connection of its own (watch_socket.ts, which reads a watch off its socket for a sixth less CPU
+ * at a restart, is not used: it raised the restart's memory peak with tenants' large objects). Over
  * HTTP/2 the client reads a stream ahead of the controller, as far as the connection's flow-control window lets the
  * server send (megabytes), into memory of the process; over HTTP/1.1 what the controller has not read yet waits in
  * the socket. After a restart every WatchList streams its kind's objects at once: measured at 122,424 objects inside
@@ -30,8 +30,6 @@ export function fetchTransport(opts: TransportOptions): Transport {
   const watches = client(false);
   return {
     send: (url, { watch, ...init }) => fetch(url, { ...init, client: watch ? watches : requests }),
-    // Watches read off their own socket (watch_socket.ts); through a proxy, by fetch as the rest.
-    watch: opts.proxy ? undefined : (url, init) => openWatch(url, init, opts),
     close: () => {
       requests.close();
       watches.close();

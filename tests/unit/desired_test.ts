@@ -252,7 +252,9 @@ Deno.test("desiredObject: from the item's text, the same object and hash as rend
           assert.equal(hash, hashOfNow(slow));
           const { [HASH_ANNOTATION]: written, ...annotations } = object.metadata!.annotations!;
           assert.equal(written, hash);
-          assert.deepEqual({ ...object, metadata: { ...object.metadata, annotations } }, slow);
+          // Compared as JSON, all the desired object is ever turned into: -0 in an item is written 0 either way.
+          const asJson = (v: unknown) => JSON.parse(JSON.stringify(v));
+          assert.deepEqual(asJson({ ...object, metadata: { ...object.metadata, annotations } }), asJson(slow));
         }
       },
     ),

@@ -1,11 +1,13 @@
 /**
- * Watches read off their own socket (lib/kube/watch_socket.ts), against a local server that writes its replies byte
- * by byte as given: chunk-size lines, CRLFs and UTF-8 characters cut between writes, errors, an abort, a cut body.
+ * Watches read off their own socket (lib/kube/watch_socket.ts, not used by the controller yet), against a local
+ * server that writes its replies byte by byte as given: chunk-size lines, CRLFs and UTF-8 characters cut between
+ * writes, errors, an abort, a cut body.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { HttpKubeClient, type WatchEvent } from "../../lib/kube/client.ts";
-import { ApiError } from "../../lib/kube/errors.ts";
+import type { WatchEvent } from "../../lib/kube/client.ts";
+import { LineSplitter } from "../../lib/kube/json_lines.ts";
+import { ApiError, apiErrorFrom } from "../../lib/kube/errors.ts";
 import { ChunkedDecoder, openWatch, Socket } from "../../lib/kube/watch_socket.ts";
 
 /** A server that answers one connection with `writes`, each written (and flushed) apart; returns its URL. */
@@ -41,14 +43,22 @@ const event = (name: string): WatchEvent => ({ type: "ADDED", object: { metadata
 const line = (ev: WatchEvent) => `${JSON.stringify(ev)}\n`;
 const HEAD = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
 
-async function events(server: string, signal = new AbortController().signal): Promise<WatchEvent[]> {
-  const client = new HttpKubeClient({ server });
-  const out: WatchEvent[] = [];
-  try {
-    for await (const ev of client.watch("/api/v1/configmaps", { allowWatchBookmarks: true }, signal)) out.push(ev);
-  } finally {
-    client.close();
+/** A watch through openWatch, as a transport would make it for the client: its events, parsed line by line. */
+async function* watch(server: string, signal: AbortSignal): AsyncGenerator<WatchEvent> {
+  const url = new URL(`${server}/api/v1/configmaps?allowWatchBookmarks=true&watch=true`);
+  const reply = await openWatch(url, { method: "GET", headers: { accept: "application/json" }, signal }, {});
+  if (reply.status !== 200) {
+    let text = "";
+    for await (const piece of reply.pieces) text += piece;
+    throw apiErrorFrom(reply.status, text, null);
   }
+  const lines = new LineSplitter();
+  for await (const text of reply.pieces) for (const l of lines.push(text)) yield JSON.parse(l) as WatchEvent;
+}
+
+async function events(server: string, signal = new AbortController().signal): Promise<WatchEvent[]> {
+  const out: WatchEvent[] = [];
+  for await (const ev of watch(server, signal)) out.push(ev);
   return out;
 }
 
@@ -79,11 +89,10 @@ Deno.test("watch socket: a refused watch is the API server's error, read from it
 Deno.test("watch socket: an abort while the body is read ends the watch with the signal's reason", async () => {
   const s = serveOnce([HEAD, chunk(line(event("a")))], { holdOpen: true });
   const ac = new AbortController();
-  const client = new HttpKubeClient({ server: s.server });
   const seen: WatchEvent[] = [];
   await assert.rejects(
     (async () => {
-      for await (const ev of client.watch("/api/v1/configmaps", {}, ac.signal)) {
+      for await (const ev of watch(s.server, ac.signal)) {
         seen.push(ev);
         ac.abort(new DOMException("stopped", "AbortError"));
       }
@@ -91,7 +100,6 @@ Deno.test("watch socket: an abort while the body is read ends the watch with the
     (e) => e instanceof DOMException && e.name === "AbortError",
   );
   assert.deepEqual(seen, [event("a")]);
-  client.close();
   await s.done;
 });
 
