@@ -13,7 +13,7 @@ import { apiErrorFrom } from "./errors.ts";
 import { JsonItemSplitter } from "./json_items.ts";
 import { LineSplitter } from "./json_lines.ts";
 import { flowOf, TokenBucket } from "./rate_limiter.ts";
-import type { Transport, TransportOptions, WatchReply } from "./transport.ts";
+import type { Transport, TransportOptions } from "./transport.ts";
 import { fetchTransport } from "./transport_fetch.ts";
 import { NodeTransport } from "./transport_node.ts";
 
@@ -188,61 +188,15 @@ export class HttpKubeClient implements KubeClient {
     signal: AbortSignal,
     accept = "application/json",
   ): AsyncIterable<WatchEvent> {
-    const reply = await this.#openWatch(path, query, accept, signal);
-    if (reply.status < 200 || reply.status > 299) {
-      let text = "";
-      for await (const piece of reply.pieces) text += piece;
-      throw apiErrorFrom(reply.status, text, reply.headers.get("retry-after"));
-    }
+    const res = await this.#fetch("GET", path, { ...query, watch: true }, { accept, signal, watch: true });
+    if (!res.ok) throw apiErrorFrom(res.status, await res.text(), res.headers.get("retry-after"));
+    if (!res.body) return;
     const lines = new LineSplitter();
     // An unfinished last line is an event cut off: the watch resumes before it. Leaving the loop early (the caller
-    // stops) closes the body.
-    for await (const text of reply.pieces) {
+    // stops) cancels the body.
+    for await (const text of textPieces(res.body)) {
       for (const line of lines.push(text)) yield JSON.parse(line) as WatchEvent;
     }
-  }
-
-  /** A watch's reply: on a connection of its own where the transport has them, else as any request's. */
-  async #openWatch(
-    path: string,
-    query: KubeRequest["query"],
-    accept: string,
-    signal: AbortSignal,
-  ): Promise<WatchReply> {
-    const open = this.#transport.watch;
-    if (!open) {
-      const res = await this.#fetch("GET", path, { ...query, watch: true }, { accept, signal, watch: true });
-      return {
-        status: res.status,
-        headers: res.headers,
-        pieces: res.body ? textPieces(res.body) : (async function* () {})(),
-      };
-    }
-    const { url, headers } = await this.#prepare(path, { ...query, watch: true }, { accept });
-    try {
-      const reply = await open.call(this.#transport, url, { method: "GET", headers, signal, watch: true });
-      this.opts.onResponse?.({ method: "GET", path, watch: true, code: reply.status });
-      return reply;
-    } catch (e) {
-      this.opts.onResponse?.({ method: "GET", path, watch: true, code: 0 });
-      throw asConnectionError(url, e);
-    }
-  }
-
-  /** The URL and headers of a request: its query, what it accepts and sends, the credentials, the impersonation. */
-  async #prepare(
-    path: string,
-    query: KubeRequest["query"],
-    o: { accept: string; body?: string; contentType?: string; as?: Impersonation },
-  ): Promise<{ url: URL; headers: Record<string, string> }> {
-    const url = new URL(this.#base + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: o.accept, "user-agent": this.opts.userAgent ?? "espejo" };
-    if (o.body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
-    const auth = await this.opts.authorization?.();
-    if (auth) headers.authorization = auth;
-    if (o.as) Object.assign(headers, impersonationHeaders(o.as));
-    return { url, headers };
   }
 
   async #fetch(
@@ -258,7 +212,13 @@ export class HttpKubeClient implements KubeClient {
       as?: Impersonation;
     },
   ): Promise<Response> {
-    const { url, headers } = await this.#prepare(path, query, o);
+    const url = new URL(this.#base + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: o.accept, "user-agent": this.opts.userAgent ?? "espejo" };
+    if (o.body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
+    const auth = await this.opts.authorization?.();
+    if (auth) headers.authorization = auth;
+    if (o.as) Object.assign(headers, impersonationHeaders(o.as));
     try {
       const res = await this.#transport.send(url, { method, headers, body: o.body, signal: o.signal, watch: o.watch });
       this.opts.onResponse?.({ method, path, watch: o.watch, code: res.status, as: o.as });

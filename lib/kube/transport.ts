@@ -41,19 +41,7 @@ export interface SendInit {
  */
 export interface Transport {
   send(url: URL, init: SendInit): Promise<Response>;
-  /**
-   * Opens a watch on a connection of its own, its body read as text; where absent, a watch is sent as any request.
-   * When `init.signal` aborts, the open or the body being read fails with `signal.reason`.
-   */
-  watch?(url: URL, init: SendInit): Promise<WatchReply>;
   close(): void;
-}
-
-/** A watch's reply: its head, and its body's UTF-8 text in pieces as they arrive (stopping early closes it). */
-export interface WatchReply {
-  status: number;
-  headers: Headers;
-  pieces: AsyncIterable<string>;
 }
 
 /** The user name and password in a proxy URL's userinfo, percent-decoded; undefined when it has none. */

@@ -8,13 +8,12 @@ import { proxyCredentials, type Transport, type TransportOptions } from "./trans
 
 /**
  * Deno's fetch with clients of its own: requests over one connection (HTTP/2 when the server offers it), each watch
- * over an HTTP/1.1 connection of its own (watch_socket.ts, which reads a watch off its socket for a sixth less CPU
- * at a restart, is not used: it raised the restart's memory peak with tenants' large objects). Over
- * HTTP/2 the client reads a stream ahead of the controller, as far as the connection's flow-control window lets the
- * server send (megabytes), into memory of the process; over HTTP/1.1 what the controller has not read yet waits in
- * the socket. After a restart every WatchList streams its kind's objects at once: measured at 122,424 objects inside
- * the limits, 62.5 to 64.3 MiB anonymous at the peak over four restarts, against 64.1 to 65.5 over HTTP/2. The cost
- * is a connection per watch (one per kind the controller reads).
+ * over an HTTP/1.1 connection. Over HTTP/2 the client reads a stream ahead of the controller, as far as the
+ * connection's flow-control window lets the server send (megabytes), into memory of the process; over HTTP/1.1 what
+ * the controller has not read yet waits in the socket. After a restart every WatchList streams its kind's objects at
+ * once: measured at 122,424 objects inside the limits, 62.5 to 64.3 MiB anonymous at the peak over four restarts,
+ * against 64.1 to 65.5 over HTTP/2, in about the same time (170 to 192 s against 168 to 175). The cost is a
+ * connection per watch (one per kind the controller reads).
  */
 export function fetchTransport(opts: TransportOptions): Transport {
   const client = (http2: boolean) =>
