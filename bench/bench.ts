@@ -659,11 +659,10 @@ async function managedObjectCount(admin: HttpKubeClient): Promise<number> {
 
 const all: (SizeResult | FailedSize)[] = [];
 const meta = {
-  date: new Date().toISOString(),
+  ...await stageMeta(),
   command: `deno task bench --sizes ${sizes.join(",")} --samples ${samples}${values.limits ? " --limits" : ""}${
     scale ? " --scale" : ""
   }${values.name === "latest" ? "" : ` --name ${values.name}`}`,
-  cpus: navigator.hardwareConcurrency,
 };
 const outDir = join(repoRoot, "bench", "results");
 if (values.failover) {

@@ -72,11 +72,14 @@ const mark = (ok: boolean) => (ok ? "✅" : "❌");
 /** A cell of a phase that this run left out (`--scale`). */
 const measured = <T>(v: T | undefined, cell: (v: T) => string) => (v === undefined ? "–" : cell(v));
 
-export function renderMarkdown(results: SizeResult[], meta: { date: string; command: string; cpus: number }): string {
+export function renderMarkdown(
+  results: SizeResult[],
+  meta: { date: string; command: string; cpus: number; commit: string },
+): string {
   const lines = [
     `# espejo benchmark`,
     ``,
-    `${meta.date}, ${meta.cpus} CPUs, \`${meta.command}\`. Requests are counted from the API server's audit log ` +
+    `${meta.date}, ${meta.cpus} CPUs, commit ${meta.commit}, \`${meta.command}\`. Requests are counted from the API server's audit log ` +
     `(the controller's identity, watches excluded). M SyncConfigs of K items and 2 deleteItems each.`,
     ``,
     `| measure | target | ${results.map((r) => `N=${r.n}`).join(" | ")} |`,
