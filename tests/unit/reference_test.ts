@@ -153,13 +153,13 @@ interface Measured {
   code: number;
 }
 
-/** bench/results/scale.md's memory figures by N: its "Memory against N" table and the executable's code of (f). */
-function scale(): Map<number, Measured> {
-  const page = read("bench", "results", "scale.md");
+/** A scale run's memory figures by N (bench/results/`name`): its "Memory against N" table and the code of (f). */
+function scale(name = "scale.md", sizes = [100, 1000, 2500, 5000]): Map<number, Measured> {
+  const page = read("bench", "results", name);
   const codeRow = /^\| \(f\) of which anonymous \(heap, allocator\) \/ executable code[^|]*\|[^|]*\|(.*)\|$/m.exec(
     page,
   );
-  assert.ok(codeRow, "scale.md's row (f) of anonymous memory and code");
+  assert.ok(codeRow, `${name}'s row (f) of anonymous memory and code`);
   const code = codeRow[1].split("|").map((c) => Number(/\/ (\d+) MiB/.exec(c)?.[1]));
   const out = new Map<number, Measured>();
   const rows = page.matchAll(
@@ -176,7 +176,7 @@ function scale(): Map<number, Measured> {
       code: code[out.size],
     });
   }
-  assert.deepEqual([...out.keys()], [100, 1000, 2500, 5000], "scale.md measures 100 to 5000 namespaces");
+  assert.deepEqual([...out.keys()], sizes, `${name} measures ${sizes.join(", ")} namespaces`);
   return out;
 }
 
@@ -223,5 +223,22 @@ Deno.test("docs/performance.md's table inside the limits quotes bench/results/sc
     // scale.md rounds to whole MiB; performance.md may give a tenth more.
     assert.equal(Math.round(Number(/^([\d.]+) MiB/.exec(restart[i])?.[1])), m.restart, `restart, N=${n}`);
     assert.equal(Number(/^([\d.]+) MiB/.exec(convergence[i])?.[1]), m.convergence, `convergence, N=${n}`);
+  }
+});
+
+Deno.test("docs/performance.md's table of 200,000 objects quotes bench/results/scale-n10000.md", () => {
+  const measured = scale("scale-n10000.md", [100, 10000]);
+  const page = read("docs", "performance.md");
+  const table = page.slice(page.indexOf("### 200,000 objects"));
+  const row = (measure: string) => {
+    const m = new RegExp(`^\\| ${escape(measure)} +\\|[^|]*\\|(.*)\\|$`, "m").exec(table);
+    assert.ok(m, `performance.md's row "${measure}"`);
+    return m[1].split("|").map((c) => c.trim());
+  };
+  const peaks = row("peak anonymous: convergence / restart / full-compare pass");
+  const rest = row("at rest: anonymous / V8 heap used / resident");
+  for (const [i, [n, m]] of [...measured].entries()) {
+    assert.match(peaks[i], new RegExp(`^${m.convergence} / ${m.restart} / \\d+ MiB`), `peaks, N=${n}`);
+    assert.match(rest[i], new RegExp(`^${m.anonymous} / ${m.heap} / ${m.resident} MiB`), `at rest, N=${n}`);
   }
 });
