@@ -204,15 +204,20 @@ Deno.test("docs/migration.md's sizing quotes bench/results/scale.md: each figure
   assert.ok(step.includes(`${objects[0]} to ${objects.at(-1)} objects`), `the objects measured: ${objects}`);
 });
 
-Deno.test("docs/performance.md's table inside the limits quotes bench/results/scale.md", () => {
-  const measured = scale();
+/** A row of docs/performance.md's first table after `heading`, by its measure: the cells after the target. */
+function performanceRow(heading: string): (measure: string) => string[] {
   const page = read("docs", "performance.md");
-  const table = page.slice(page.indexOf("## Inside the Go espejo's limits"));
-  const row = (measure: string) => {
+  const table = page.slice(page.indexOf(heading));
+  return (measure) => {
     const m = new RegExp(`^\\| ${escape(measure)} +\\|[^|]*\\|(.*)\\|$`, "m").exec(table);
     assert.ok(m, `performance.md's row "${measure}"`);
     return m[1].split("|").map((c) => c.trim());
   };
+}
+
+Deno.test("docs/performance.md's table inside the limits quotes bench/results/scale.md", () => {
+  const measured = scale();
+  const row = performanceRow("## Inside the Go espejo's limits");
   const ns = [...measured.keys()];
   const rest = row("resident at rest (anonymous / executable code)");
   const restart = row("peak anonymous memory: restart (every object read again, synced)");
@@ -228,13 +233,7 @@ Deno.test("docs/performance.md's table inside the limits quotes bench/results/sc
 
 Deno.test("docs/performance.md's table of 200,000 objects quotes bench/results/scale-n10000.md", () => {
   const measured = scale("scale-n10000.md", [100, 10000]);
-  const page = read("docs", "performance.md");
-  const table = page.slice(page.indexOf("### 200,000 objects"));
-  const row = (measure: string) => {
-    const m = new RegExp(`^\\| ${escape(measure)} +\\|[^|]*\\|(.*)\\|$`, "m").exec(table);
-    assert.ok(m, `performance.md's row "${measure}"`);
-    return m[1].split("|").map((c) => c.trim());
-  };
+  const row = performanceRow("### 200,000 objects");
   const peaks = row("peak anonymous: convergence / restart / full-compare pass");
   const rest = row("at rest: anonymous / V8 heap used / resident");
   for (const [i, [n, m]] of [...measured].entries()) {
