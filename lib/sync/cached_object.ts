@@ -52,12 +52,13 @@ export interface CachedObject {
   /**
    * The verdict on this resourceVersion when it was out of sync: the content is dropped once judged either way, so
    * that an object whose write keeps failing costs no more than one in sync. `extras` ({@link extrasHash}) decides
-   * it later against the server's additions learnt meanwhile; `content` becomes the baseline then.
+   * it later against the server's additions learnt meanwhile; the desired object with those becomes the baseline then.
    */
-  outOfSync?: { desiredHash: string; reason: string; restore: boolean; content: string; extras?: string };
+  outOfSync?: { desiredHash: string; reason: string; restore: boolean; extras?: string };
   /**
-   * The {@link contentHash} of this object when it was last in sync, and the desired hash it was in sync with:
-   * carried over to later versions of the same object (same uid).
+   * What this object was when it was last in sync (the {@link contentHash} of our write's reply, or what a comparison
+   * by value proved: lib/sync/verdict.ts), and the desired hash it was in sync with: carried over to later versions
+   * of the same object (same uid).
    */
   baseline?: { desiredHash: string; content: string };
 }

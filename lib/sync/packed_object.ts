@@ -63,7 +63,7 @@ export const packedObjects: Packing<CachedObject> = {
     const recFor = rec && rec.desiredHash !== o.desiredHash ? rec.desiredHash : "";
     const notSet = rec?.reason.endsWith(NOT_SET_BY_ITEM) === true;
     const reason = rec ? (notSet ? rec.reason.slice(0, -NOT_SET_BY_ITEM.length) : rec.reason) : "";
-    const fields = [hash, baseFor, base?.content ?? "", recFor, reason, rec?.content ?? "", rec?.extras ?? ""];
+    const fields = [hash, baseFor, base?.content ?? "", recFor, reason, rec?.extras ?? ""];
     if (o.ownerReferences !== undefined) fields.push(o.ownerReferences);
     if (fields.some((f) => f.includes(SEP))) return undefined;
     const flags = (o.inSync ? IN_SYNC : 0) | (o.contentless ? CONTENTLESS : 0) | (o.large ? LARGE : 0) |
@@ -75,14 +75,14 @@ export const packedObjects: Packing<CachedObject> = {
       (o.referencesUnkept ? REFERENCES_UNKEPT : 0);
     const head = [flags.toString(36), hash, owner, createdBy, manager, baseFor, base?.content ?? ""];
     // Entries in sync (nearly all) end after the baseline.
-    const packed = rec ? [...head, recFor, reason, rec.content, rec.extras ?? ""] : head;
+    const packed = rec ? [...head, recFor, reason, rec.extras ?? ""] : head;
     if (o.ownerReferences !== undefined) packed.push(o.ownerReferences);
     return packed.join(SEP);
   },
 
   unpack(packed: string, resourceVersion: string, uid: string): CachedObject {
     const parts = packed.split(SEP);
-    const [f, hash, owner, createdBy, manager, baseFor, content, recFor, reason, recContent, extras] = parts;
+    const [f, hash, owner, createdBy, manager, baseFor, content, recFor, reason, extras] = parts;
     const flags = parseInt(f, 36);
     const o: CachedObject = {
       resourceVersion,
@@ -105,7 +105,6 @@ export const packedObjects: Packing<CachedObject> = {
         desiredHash: flags & RECORD_FOR_OWN_HASH ? o.desiredHash! : recFor,
         reason: flags & RECORD_NOT_SET ? reason + NOT_SET_BY_ITEM : reason,
         restore: (flags & RECORD_RESTORE) !== 0,
-        content: recContent,
       };
       if (flags & RECORD_EXTRAS) o.outOfSync.extras = extras;
     }
