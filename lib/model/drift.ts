@@ -17,7 +17,8 @@
  *    it added to our last write of the same item elsewhere ({@link extrasOf}) are its defaults; any other addition
  *    gets one write (a no-op on the server if it was a default), whose reply is then the baseline. So after a
  *    restart an item that the server extends costs one such write, not one per namespace; objects the server does
- *    not extend (ConfigMaps, Secrets with a type, RBAC objects) cost none.
+ *    not extend (ConfigMaps, Secrets with a type, RBAC objects) cost none. What such a comparison proved becomes the
+ *    baseline, without a hash of the content (lib/sync/verdict.ts).
  *
  * A verdict stands for one resourceVersion: an unchanged version has unchanged content.
  */
@@ -136,24 +137,46 @@ function boundedPath(path: string): string {
  */
 export function extrasOf(desired: KubeObject, observed: KubeObject): string {
   const found: [string, string[], unknown][] = [];
-  const walk = (d: unknown, o: unknown, path: string[]) => {
+  // The keys down to where the walk is, copied only into what is found (nearly every key of an object is in both).
+  const at: string[] = [];
+  const walk = (d: unknown, o: unknown) => {
     if (isObject(d) && isObject(o)) {
       for (const k of Object.keys(o)) {
-        if (Object.hasOwn(d, k)) walk(d[k], o[k], [...path, k]);
-        else found.push(["+", [...path, k], o[k]]);
+        if (!Object.hasOwn(d, k)) {
+          found.push(["+", [...at, k], o[k]]);
+          continue;
+        }
+        at.push(k);
+        walk(d[k], o[k]);
+        at.pop();
       }
-      for (const k of Object.keys(d)) if (!Object.hasOwn(o, k)) found.push(["-", [...path, k], null]);
+      for (const k of Object.keys(d)) if (!Object.hasOwn(o, k)) found.push(["-", [...at, k], null]);
     } else if (Array.isArray(d) && Array.isArray(o)) {
-      for (let i = 0; i < Math.min(d.length, o.length); i++) walk(d[i], o[i], [...path, String(i)]);
+      for (let i = 0; i < Math.min(d.length, o.length); i++) {
+        at.push(String(i));
+        walk(d[i], o[i]);
+        at.pop();
+      }
     }
   };
-  walk(serverOwned(desired), serverOwned(observed), []);
+  walk(serverOwned(desired), serverOwned(observed));
   return canonicalJson(found);
 }
 
+/**
+ * The last short {@link extrasOf} text hashed, and its hash: the server adds the same to an item in every namespace,
+ * and a restart judges each of its objects (a tenant's longer additions are hashed each time, never kept).
+ */
+let lastExtras = { text: "", hash: "" };
+const MAX_REMEMBERED_EXTRAS = 1024;
+
 /** A hash of {@link extrasOf}: what is kept of it per item and per object judged out of sync. */
 export function extrasHash(desired: KubeObject, observed: KubeObject): string {
-  return digest128(extrasOf(desired, observed));
+  const text = extrasOf(desired, observed);
+  if (text === lastExtras.text && lastExtras.hash !== "") return lastExtras.hash;
+  const hash = digest128(text);
+  if (text.length <= MAX_REMEMBERED_EXTRAS) lastExtras = { text, hash };
+  return hash;
 }
 
 /** Go's `omitempty` drops zero values from replies, so a missing field "has" them. */

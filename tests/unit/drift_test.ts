@@ -4,6 +4,7 @@ import {
   compareByValue,
   type Comparison,
   contentHash,
+  extrasHash,
   extrasOf,
   MAX_PATH,
   serverOwned,
@@ -142,6 +143,37 @@ for (const [name, zero] of ZEROES) {
     assert.notEqual(extrasOf(desired, observed), extrasOf(desired, observedOf(desired)), "the omission is learnt");
   });
 }
+
+Deno.test("extrasOf names each addition and omission by its path, nested in maps and lists", () => {
+  const desired = desiredOf({ spec: { a: { b: [{ c: "1" }, { d: "" }] }, gone: "" } });
+  const observed = observedOf(desired, (o) => {
+    const spec = o.spec as { a: { b: Record<string, unknown>[] }; gone?: string; policyTypes?: string[] };
+    spec.a.b[0].added = { x: 1 };
+    delete spec.a.b[1].d;
+    delete spec.gone;
+    spec.policyTypes = ["Ingress"];
+  });
+  assert.equal(
+    extrasOf(desired, observed),
+    '[["+",["spec","a","b","0","added"],{"x":1}],["-",["spec","a","b","1","d"],null],' +
+      '["+",["spec","policyTypes"],["Ingress"]],["-",["spec","gone"],null]]',
+  );
+});
+
+Deno.test("extrasHash: the same additions hash the same and others differently, whatever was hashed before", () => {
+  const desired = desiredOf({ spec: { podSelector: {} } });
+  const added = (value: unknown) => observedOf(desired, (o) => ((o.spec as Record<string, unknown>).added = value));
+  const long = "x".repeat(5000);
+  const first = extrasHash(desired, added("a"));
+  const sequence = [added("a"), added("b"), added(long), added("a"), added(long), added("b"), added("a")];
+  const hashes = sequence.map((o) => extrasHash(desired, o));
+  assert.equal(hashes[0], first);
+  assert.equal(hashes[3], first);
+  assert.equal(hashes[6], first);
+  assert.equal(hashes[1], hashes[5]);
+  assert.equal(hashes[2], hashes[4]);
+  assert.equal(new Set(hashes).size, 3);
+});
 
 Deno.test("compareByValue checks own properties only: a key named like an Object method is not found", () => {
   for (const key of ["constructor", "toString", "hasOwnProperty", "__proto__"]) {
