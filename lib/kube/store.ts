@@ -76,8 +76,16 @@ export class ObjectStore<T> {
     if (e === undefined) return;
     if (typeof e === "string" && value !== undefined) {
       const v = value as { resourceVersion?: unknown; uid?: unknown };
-      if (v.resourceVersion === this.versionOf(e) && v.uid === this.uidOf(e)) {
-        this.put(key, this.make(value, v.resourceVersion as string, v.uid as string));
+      const [rv, storedUid, stored] = fields(e);
+      if (v.resourceVersion === rv && v.uid === fullUid(storedUid)) {
+        // A restart's units read every object and most learn nothing: the entry (its group's string) is rewritten
+        // only when the copy packs otherwise, and then with the uid as it is stored, not compacted again.
+        const packed = this.packing!.pack(value);
+        if (packed === stored) return;
+        this.put(
+          key,
+          packed === undefined ? this.make(value, rv, v.uid) : [rv, storedUid, packed].join(SEP) as unknown as Entry,
+        );
         return;
       }
     }
@@ -182,8 +190,14 @@ export class ObjectStore<T> {
   }
 }
 
-function split(e: string): [string, string, string] {
+/** A packed entry's version, uid as stored (compacted) and the packing's part. */
+function fields(e: string): [string, string, string] {
   const a = e.indexOf(SEP);
   const b = e.indexOf(SEP, a + 1);
-  return [e.slice(0, a), fullUid(e.slice(a + 1, b)), e.slice(b + 1)];
+  return [e.slice(0, a), e.slice(a + 1, b), e.slice(b + 1)];
+}
+
+function split(e: string): [string, string, string] {
+  const [rv, uid, packed] = fields(e);
+  return [rv, fullUid(uid), packed];
 }
