@@ -47,6 +47,8 @@ export interface RestartFigures {
   totalCpuSeconds: number;
   objects: number;
   peakAnonMiB: number;
+  /** When the peak was sampled, from the spawn (absent in results from before it was recorded). */
+  peakAnonSeconds?: number;
 }
 
 export interface ColdStartSize {
@@ -186,6 +188,7 @@ async function restart(
       totalCpuSeconds: (totalTicks * TICK_MS) / 1000,
       objects,
       peakAnonMiB: ctl.memory.peakAnonKiB / 1024,
+      peakAnonSeconds: (ctl.memory.peakAnonAt - spawnedAt) / 1000,
     };
   } finally {
     sampling = false;
@@ -209,12 +212,13 @@ async function filledTime(logFile: string, from: number): Promise<number> {
 }
 
 const s1 = (v: number) => v.toFixed(1);
+const peakWhen = (r: RestartFigures) => r.peakAnonSeconds === undefined ? "" : ` at ${s1(r.peakAnonSeconds)} s`;
 
 function describe(r: RestartFigures): string {
   return `synced after ${s1(r.totalSeconds)} s (${s1(r.totalCpuSeconds)} s CPU): fill ${s1(r.fillSeconds)} s ` +
     `(${s1(r.fillCpuSeconds)} s CPU, ${r.objects} objects), units ${s1(r.unitsSeconds)} s (${
       s1(r.unitsCpuSeconds)
-    } s CPU); peak anonymous ${s1(r.peakAnonMiB)} MiB`;
+    } s CPU); peak anonymous ${s1(r.peakAnonMiB)} MiB${peakWhen(r)}`;
 }
 
 /** The results as a page of bench/results. */
@@ -240,7 +244,9 @@ export function coldStartMarkdown(
           s1(r.fillCpuSeconds)
         } s | ${Math.round((r.fillCpuSeconds * 1e6) / Math.max(1, r.objects))} µs | ${s1(r.unitsSeconds)} s / ${
           s1(r.unitsCpuSeconds)
-        } s | ${((r.unitsCpuSeconds * 1000) / s.n).toFixed(2)} ms | ${s1(r.peakAnonMiB)} MiB | ${s.oomKills} |`,
+        } s | ${((r.unitsCpuSeconds * 1000) / s.n).toFixed(2)} ms | ${s1(r.peakAnonMiB)} MiB${
+          peakWhen(r)
+        } | ${s.oomKills} |`,
       );
     }
   }

@@ -13,6 +13,8 @@ export async function statusKiB(pid: number): Promise<(field: string) => number>
 /** Samples /proc/PID/status every 100 ms until stopped; keeps the peaks. */
 export class MemorySampler {
   peakAnonKiB = 0;
+  /** When the anonymous peak was sampled (Unix ms): whether a restart peaks while its caches fill or after. */
+  peakAnonAt = 0;
   peakRssKiB = 0;
   /** Resident memory once a second, [Unix ms, KiB], across restarts of the process (for the charts). */
   readonly timeline: [number, number][] = [];
@@ -22,7 +24,10 @@ export class MemorySampler {
     this.stop();
     this.#timer = setInterval(async () => {
       const kib = await statusKiB(pid);
-      this.peakAnonKiB = Math.max(this.peakAnonKiB, kib("RssAnon"));
+      if (kib("RssAnon") > this.peakAnonKiB) {
+        this.peakAnonKiB = kib("RssAnon");
+        this.peakAnonAt = Date.now();
+      }
       this.peakRssKiB = Math.max(this.peakRssKiB, kib("VmHWM"));
       const now = Date.now();
       const last = this.timeline.at(-1);
@@ -33,6 +38,7 @@ export class MemorySampler {
   /** The next peaks count from now (a restart's are its own). */
   resetPeaks(): void {
     this.peakAnonKiB = 0;
+    this.peakAnonAt = 0;
     this.peakRssKiB = 0;
   }
 
