@@ -49,6 +49,8 @@ export interface RestartFigures {
   peakAnonMiB: number;
   /** When the peak was sampled, from the spawn (absent in results from before it was recorded). */
   peakAnonSeconds?: number;
+  /** The largest V8 heap (committed) of the once-a-second scrapes (absent in results from before it was recorded). */
+  peakHeapMiB?: number;
 }
 
 export interface ColdStartSize {
@@ -152,6 +154,7 @@ async function restart(
   const logStart = (await Deno.stat(logFile).catch(() => undefined))?.size ?? 0;
   const spawnedAt = Date.now();
   const cpu: [number, number][] = []; // [Unix ms, ticks]
+  let heapTotal = 0; // the largest V8 heap (committed) of the scrapes: the part of the anonymous peak that is V8's
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
@@ -166,7 +169,10 @@ async function restart(
       async () => {
         ctl.alive();
         // A scrape refused while the controller is busy is asked again (alive() above tells an ended process).
-        return await ctl.metrics().then((m) => sumOf(m, "espejo_syncs_total") >= N, () => false);
+        return await ctl.metrics().then((m) => {
+          heapTotal = Math.max(heapTotal, sumOf(m, "nodejs_heap_size_total_bytes"));
+          return sumOf(m, "espejo_syncs_total") >= N;
+        }, () => false);
       },
       Math.max(600_000, N * 100 * slowdown),
       1000,
@@ -189,6 +195,7 @@ async function restart(
       objects,
       peakAnonMiB: ctl.memory.peakAnonKiB / 1024,
       peakAnonSeconds: (ctl.memory.peakAnonAt - spawnedAt) / 1000,
+      peakHeapMiB: heapTotal / 2 ** 20,
     };
   } finally {
     sampling = false;
@@ -212,7 +219,9 @@ async function filledTime(logFile: string, from: number): Promise<number> {
 }
 
 const s1 = (v: number) => v.toFixed(1);
-const peakWhen = (r: RestartFigures) => r.peakAnonSeconds === undefined ? "" : ` at ${s1(r.peakAnonSeconds)} s`;
+const peakWhen = (r: RestartFigures) =>
+  (r.peakAnonSeconds === undefined ? "" : ` at ${s1(r.peakAnonSeconds)} s`) +
+  (r.peakHeapMiB === undefined ? "" : ` (V8 heap at most ${s1(r.peakHeapMiB)} MiB)`);
 
 function describe(r: RestartFigures): string {
   return `synced after ${s1(r.totalSeconds)} s (${s1(r.totalCpuSeconds)} s CPU): fill ${s1(r.fillSeconds)} s ` +
