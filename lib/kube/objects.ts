@@ -99,9 +99,15 @@ export function hashOfNow(v: unknown): string {
   return hashOfCanonical(canonicalJson(v));
 }
 
-/** {@link hashOfNow} of the value whose canonical JSON is `text`. */
+/**
+ * {@link hashOfNow} of the value whose canonical JSON is `text`: the first 24 hex digits of its SHA-256. Cut from the
+ * digest's text in two pieces of 12, each copied (V8 copies a slice under 13 characters), so that no hash kept
+ * holds the 64-digit text alive; half the CPU of reading the digest's bytes through a Buffer, and a restart hashes
+ * each item's desired object twice in every namespace (as it arrives, and in its unit).
+ */
 export function hashOfCanonical(text: string): string {
-  return createHash("sha256").update(text).digest().subarray(0, 12).toString("hex");
+  const hex = createHash("sha256").update(text).digest("hex");
+  return hex.slice(0, 12) + hex.slice(12, 24);
 }
 
 /** `group/version` split; the core group is "". */
