@@ -11,7 +11,7 @@
  *  (f) resident memory.
  *  Phase 2 (restart with a short interval): (g) requests of a restart; (b) one steady full pass and its CPU time;
  *  (c) latency of namespaces created while a full pass runs.
- * `--cold-start [--restarts 3] [--profile]` runs only restarts of a converged workload instead (bench/cold_start.ts),
+ * `--cold-start [--restarts 3] [--profile] [--try-v8-flags "a;b"]` runs only restarts of a converged workload instead (bench/cold_start.ts),
  * `--failover [--go-espejo PATH]` only a failover between two replicas (bench/failover.ts).
  */
 import { join } from "node:path";
@@ -61,6 +61,8 @@ const { values } = parseArgs({
     restarts: { type: "string", default: "3" },
     // With --cold-start: one more restart under the inspector's sampling profiler, and where its CPU went.
     profile: { type: "boolean", default: false },
+    // With --cold-start: one more restart per set of V8 flags (separated by ";"), each added to the shipped flags.
+    "try-v8-flags": { type: "string" },
     // Only a failover: two replicas, the leader SIGKILLed (bench/failover.ts); --go-espejo runs the Go espejo's too.
     failover: { type: "boolean", default: false },
     "go-espejo": { type: "string" },
@@ -686,13 +688,16 @@ if (values["cold-start"]) {
     sizes,
     restarts: Number(values.restarts),
     profile: values.profile!,
+    tryV8Flags: values["try-v8-flags"]?.split(";").filter((f) => f !== ""),
     limits: values.limits ? { memoryBytes: LIMIT_MEMORY, cpuQuota: LIMIT_CPU } : undefined,
   });
   const coldMeta = {
     ...await stageMeta(),
     command: `deno task bench --cold-start --sizes ${sizes.join(",")} --restarts ${values.restarts}${
       values.profile ? " --profile" : ""
-    }${values.limits ? " --limits" : ""}${name === "cold-start" ? "" : ` --name ${name}`}`,
+    }${values["try-v8-flags"] ? ` --try-v8-flags '${values["try-v8-flags"]}'` : ""}${values.limits ? " --limits" : ""}${
+      name === "cold-start" ? "" : ` --name ${name}`
+    }`,
   };
   await writeStage(name, { ...coldMeta, results }, coldStartMarkdown(results, coldMeta));
 }

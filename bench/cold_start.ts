@@ -1,5 +1,6 @@
 /**
- * `deno task bench --cold-start [--sizes 1000] [--restarts 3] [--profile] [--limits] [--name cold-start]`: how long
+ * `deno task bench --cold-start [--sizes 1000] [--restarts 3] [--profile] [--try-v8-flags "a;b"] [--limits]
+ * [--name cold-start]`: how long
  * a single replica takes from its start to every namespace synced, on N namespaces × M SyncConfigs × K items that
  * are in sync already (a restart, a rollout, a leader's replacement without a standby), and where its CPU goes.
  *
@@ -9,7 +10,8 @@
  *  - the fill: every object espejo manages arrives by its cache's WatchList and is judged on arrival;
  *  - the units: every namespace's unit finds its items judged in sync (0 requests).
  * Synced is `espejo_syncs_total` reaching N, read from /metrics once a second. With --profile, one more restart runs
- * under the inspector's sampling profiler, and the table of where its time went is added.
+ * under the inspector's sampling profiler, and the table of where its time went is added. With --try-v8-flags, one
+ * more restart per set of V8 flags, added to the shipped ones (a trial of a flag, on the same workload).
  */
 import { join } from "node:path";
 import { Cgroup } from "../testenv/cgroup.ts";
@@ -30,6 +32,11 @@ export interface ColdStartOptions {
   sizes: number[];
   restarts: number;
   profile: boolean;
+  /**
+   * V8 flags to try: after the restarts as shipped, one more restart for each set, with `--v8-flags=<set>` added to
+   * the shipped flags, on the same converged workload (a trial, not how it ships).
+   */
+  tryV8Flags?: string[];
   /** Inside 100Mi / 300m (cgroup v1; root). */
   limits?: { memoryBytes: number; cpuQuota: number };
 }
@@ -51,6 +58,8 @@ export interface RestartFigures {
   peakAnonSeconds?: number;
   /** The largest V8 heap (committed) of the once-a-second scrapes (absent in results from before it was recorded). */
   peakHeapMiB?: number;
+  /** The V8 flags this restart added to the shipped ones (a trial); absent as shipped. */
+  v8Flags?: string;
 }
 
 export interface ColdStartSize {
@@ -97,6 +106,12 @@ async function coldStartAt(N: number, o: ColdStartOptions): Promise<ColdStartSiz
       log(`cold start N=${N}: restart ${r + 1} of ${o.restarts}`);
       restarts.push(await restart(process(cgroup), logFile, N, slowdown));
       log(`cold start N=${N}: ${describe(restarts.at(-1)!)}`);
+    }
+    for (const flags of o.tryV8Flags ?? []) {
+      log(`cold start N=${N}: a restart with --v8-flags=${flags} added`);
+      const tried = await restart(process(cgroup), logFile, N, slowdown, { denoFlags: [`--v8-flags=${flags}`] });
+      restarts.push({ ...tried, v8Flags: flags });
+      log(`cold start N=${N}: with ${flags}: ${describe(tried)}`);
     }
     const oomKills = cgroup ? await cgroup.oomKills() : 0;
     let profile: ColdStartSize["profile"];
@@ -243,19 +258,19 @@ export function coldStartMarkdown(
     "beforehand by a controller outside them. Times from the process's spawn; the fill ends at the controller's log " +
     'line "Filled the caches of ..."; synced is every namespace\'s unit done. CPU from /proc (user and system).',
     "",
-    "| N | objects | restart until synced: wall / CPU | fill: wall / CPU | CPU per object on arrival | units: wall / CPU | CPU per namespace's unit | peak anonymous | OOM kills |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| N | objects | V8 flags added | restart until synced: wall / CPU | fill: wall / CPU | CPU per object on arrival | units: wall / CPU | CPU per namespace's unit | peak anonymous | OOM kills |",
+    "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const s of sizes) {
     for (const r of s.restarts) {
       lines.push(
-        `| ${s.n} | ${r.objects} | ${s1(r.totalSeconds)} s / ${s1(r.totalCpuSeconds)} s | ${s1(r.fillSeconds)} s / ${
-          s1(r.fillCpuSeconds)
-        } s | ${Math.round((r.fillCpuSeconds * 1e6) / Math.max(1, r.objects))} µs | ${s1(r.unitsSeconds)} s / ${
-          s1(r.unitsCpuSeconds)
-        } s | ${((r.unitsCpuSeconds * 1000) / s.n).toFixed(2)} ms | ${s1(r.peakAnonMiB)} MiB${
-          peakWhen(r)
-        } | ${s.oomKills} |`,
+        `| ${s.n} | ${r.objects} | ${r.v8Flags ? `\`${r.v8Flags}\` (a trial)` : "none (as shipped)"} | ${
+          s1(r.totalSeconds)
+        } s / ${s1(r.totalCpuSeconds)} s | ${s1(r.fillSeconds)} s / ${s1(r.fillCpuSeconds)} s | ${
+          Math.round((r.fillCpuSeconds * 1e6) / Math.max(1, r.objects))
+        } µs | ${s1(r.unitsSeconds)} s / ${s1(r.unitsCpuSeconds)} s | ${
+          ((r.unitsCpuSeconds * 1000) / s.n).toFixed(2)
+        } ms | ${s1(r.peakAnonMiB)} MiB${peakWhen(r)} | ${s.oomKills} |`,
       );
     }
   }
