@@ -6,8 +6,17 @@
  */
 import type { SyncItemSpec } from "./syncconfig.ts";
 
+/** By a compiled SyncConfig's items (which live as long as its compile): their waves, the same in every namespace. */
+const wavesOf = new WeakMap<readonly SyncItemSpec[], readonly (readonly number[])[]>();
+
 /** Indexes of `items`, grouped into waves; every wave is written after the previous one finished. */
-export function writeWaves(items: SyncItemSpec[]): number[][] {
+export function writeWaves(items: readonly SyncItemSpec[]): readonly (readonly number[])[] {
+  let waves = wavesOf.get(items);
+  if (!waves) wavesOf.set(items, waves = wavesFor(items));
+  return waves;
+}
+
+function wavesFor(items: readonly SyncItemSpec[]): number[][] {
   const wave = new Array<number>(items.length).fill(0);
   items.forEach((item, i) => {
     const ref = roleRefOf(item);
