@@ -11,7 +11,7 @@
  *  (f) resident memory.
  *  Phase 2 (restart with a short interval): (g) requests of a restart; (b) one steady full pass and its CPU time;
  *  (c) latency of namespaces created while a full pass runs.
- * `--cold-start [--restarts 3] [--profile] [--try-v8-flags "a;b"]` runs only restarts of a converged workload instead (bench/cold_start.ts),
+ * `--cold-start [--restarts 3] [--profile] [--try-v8-flags="--a;--b"]` runs only restarts of a converged workload instead (bench/cold_start.ts),
  * `--failover [--go-espejo PATH]` only a failover between two replicas (bench/failover.ts).
  */
 import { join } from "node:path";
@@ -61,7 +61,8 @@ const { values } = parseArgs({
     restarts: { type: "string", default: "3" },
     // With --cold-start: one more restart under the inspector's sampling profiler, and where its CPU went.
     profile: { type: "boolean", default: false },
-    // With --cold-start: one more restart per set of V8 flags (separated by ";"), each added to the shipped flags.
+    // With --cold-start: one more restart per set of V8 flags (separated by ";"), each added to the shipped flags;
+    // written with "=" (`--try-v8-flags=--a;--b`), as its value starts with a dash.
     "try-v8-flags": { type: "string" },
     // Only a failover: two replicas, the leader SIGKILLed (bench/failover.ts); --go-espejo runs the Go espejo's too.
     failover: { type: "boolean", default: false },
@@ -695,7 +696,7 @@ if (values["cold-start"]) {
     ...await stageMeta(),
     command: `deno task bench --cold-start --sizes ${sizes.join(",")} --restarts ${values.restarts}${
       values.profile ? " --profile" : ""
-    }${values["try-v8-flags"] ? ` --try-v8-flags '${values["try-v8-flags"]}'` : ""}${values.limits ? " --limits" : ""}${
+    }${values["try-v8-flags"] ? ` '--try-v8-flags=${values["try-v8-flags"]}'` : ""}${values.limits ? " --limits" : ""}${
       name === "cold-start" ? "" : ` --name ${name}`
     }`,
   };

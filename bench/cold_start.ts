@@ -1,5 +1,5 @@
 /**
- * `deno task bench --cold-start [--sizes 1000] [--restarts 3] [--profile] [--try-v8-flags "a;b"] [--limits]
+ * `deno task bench --cold-start [--sizes 1000] [--restarts 3] [--profile] [--try-v8-flags="--a;--b"] [--limits]
  * [--name cold-start]`: how long
  * a single replica takes from its start to every namespace synced, on N namespaces × M SyncConfigs × K items that
  * are in sync already (a restart, a rollout, a leader's replacement without a standby), and where its CPU goes.
