@@ -1,8 +1,8 @@
 /**
  * `deno task bench --cold-start [--sizes 1000] [--restarts 3] [--profile] [--try-v8-flags="--a;--b"] [--limits]
- * [--name cold-start]`: how long
- * a single replica takes from its start to every namespace synced, on N namespaces × M SyncConfigs × K items that
- * are in sync already (a restart, a rollout, a leader's replacement without a standby), and where its CPU goes.
+ * [--name cold-start]`: how long a single replica takes from its start to every namespace synced, on N namespaces ×
+ * M SyncConfigs × K items that are in sync already (a restart, a rollout, a leader's replacement without a standby),
+ * and where its CPU goes.
  *
  * Per size: the workload is set up and converged by a controller outside the limits (setup, not measured); then each
  * restart runs inside them. A restart has two parts, told apart by the controller's own log line "Filled the caches
