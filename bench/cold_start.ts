@@ -16,7 +16,7 @@
 import { join } from "node:path";
 import { Cgroup } from "../testenv/cgroup.ts";
 import { freePorts } from "../testenv/controlplane.ts";
-import { ControllerProcess, until } from "./kit/controller.ts";
+import { ControllerDied, ControllerProcess, until } from "./kit/controller.ts";
 import { CONFIG_NS, convergedWorkload } from "./kit/converged.ts";
 import { type CpuProfile, InspectorSession, selfTimes } from "./kit/cpu_profile.ts";
 import { cpuTicksOf } from "./kit/process.ts";
@@ -62,13 +62,21 @@ export interface RestartFigures {
   v8Flags?: string;
 }
 
+export interface TrialEnded {
+  v8Flags: string;
+  how: string;
+}
+
 export interface ColdStartSize {
   n: number;
   m: number;
   k: number;
   setupConvergenceSeconds: number;
   restarts: RestartFigures[];
+  /** OOM kills of the restarts as shipped (a trial's are in {@link trialsEnded}). */
   oomKills: number;
+  /** Trial restarts that ended before every namespace was synced, and how. */
+  trialsEnded?: TrialEnded[];
   /** Where a profiled restart's time went: its fill and its units apart. */
   profile?: { fill: ProfilePart; units: ProfilePart };
 }
@@ -107,13 +115,23 @@ async function coldStartAt(N: number, o: ColdStartOptions): Promise<ColdStartSiz
       restarts.push(await restart(process(cgroup), logFile, N, slowdown));
       log(`cold start N=${N}: ${describe(restarts.at(-1)!)}`);
     }
+    const oomKills = cgroup ? await cgroup.oomKills() : 0;
+    const trialsEnded: TrialEnded[] = [];
     for (const flags of o.tryV8Flags ?? []) {
       log(`cold start N=${N}: a restart with --v8-flags=${flags} added`);
-      const tried = await restart(process(cgroup), logFile, N, slowdown, { denoFlags: [`--v8-flags=${flags}`] });
-      restarts.push({ ...tried, v8Flags: flags });
-      log(`cold start N=${N}: with ${flags}: ${describe(tried)}`);
+      const killsBefore = cgroup ? await cgroup.oomKills() : 0;
+      try {
+        const tried = await restart(process(cgroup), logFile, N, slowdown, { denoFlags: [`--v8-flags=${flags}`] });
+        restarts.push({ ...tried, v8Flags: flags });
+        log(`cold start N=${N}: with ${flags}: ${describe(tried)}`);
+      } catch (e) {
+        // A trial that ends the controller (the memory limit's kill) is a result, not the end of the run.
+        if (!(e instanceof ControllerDied)) throw e;
+        const killed = (cgroup ? await cgroup.oomKills() : 0) > killsBefore;
+        trialsEnded.push({ v8Flags: flags, how: killed ? "killed by the memory limit (OOM)" : e.message });
+        log(`cold start N=${N}: with ${flags}: ${trialsEnded.at(-1)!.how}`);
+      }
     }
-    const oomKills = cgroup ? await cgroup.oomKills() : 0;
     let profile: ColdStartSize["profile"];
     if (o.profile) {
       // The profiler keeps every sample and the inspector its own buffers: the same CPU quota, room in memory.
@@ -150,6 +168,7 @@ async function coldStartAt(N: number, o: ColdStartOptions): Promise<ColdStartSiz
       setupConvergenceSeconds: w.setupSeconds,
       restarts,
       oomKills,
+      trialsEnded: trialsEnded.length ? trialsEnded : undefined,
       profile,
     };
   } finally {
@@ -270,8 +289,13 @@ export function coldStartMarkdown(
           Math.round((r.fillCpuSeconds * 1e6) / Math.max(1, r.objects))
         } µs | ${s1(r.unitsSeconds)} s / ${s1(r.unitsCpuSeconds)} s | ${
           ((r.unitsCpuSeconds * 1000) / s.n).toFixed(2)
-        } ms | ${s1(r.peakAnonMiB)} MiB${peakWhen(r)} | ${s.oomKills} |`,
+        } ms | ${s1(r.peakAnonMiB)} MiB${peakWhen(r)} | ${r.v8Flags ? 0 : s.oomKills} |`,
       );
+    }
+  }
+  for (const s of sizes) {
+    for (const t of s.trialsEnded ?? []) {
+      lines.push("", `A trial restart at N=${s.n} with \`${t.v8Flags}\` added ended before it was synced: ${t.how}.`);
     }
   }
   for (const s of sizes) {
