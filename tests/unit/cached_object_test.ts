@@ -158,11 +158,20 @@ const ATTACKS: [string, (o: KubeObject & Record<string, unknown>) => void][] = [
   ["a spoofed owner annotation", (o) => (o.metadata!.annotations![OWNER_ANNOTATION] = "kube-system/whatever")],
   ["a changed hash annotation", (o) => (o.metadata!.annotations![HASH_ANNOTATION] = "forged")],
   ["a finalizer added", (o) => (o.metadata!.finalizers = ["example.com/keep"])],
+  ["immutable: true added", (o) => (o.immutable = true)],
 ];
 
 for (const [name, attack] of ATTACKS) {
   Deno.test(`judge: ${name} after espejo's write is a restore`, () => {
     const verdict = judge(desired, HASH, decodeManaged(served("2", attack), written()));
+    assert.equal(verdict.inSync, false);
+    assert.equal(!verdict.inSync && verdict.restore, true);
+  });
+  Deno.test(`judge: ${name} after a restart's verdict by value is a restore`, () => {
+    // In sync by comparison after a restart: the baseline is what the comparison proved, not a content hash.
+    const proved = decodeManaged(served("5"), undefined);
+    assert.deepEqual(judge(desired, HASH, proved), { inSync: true });
+    const verdict = judge(desired, HASH, decodeManaged(served("6", attack), proved));
     assert.equal(verdict.inSync, false);
     assert.equal(!verdict.inSync && verdict.restore, true);
   });
