@@ -167,13 +167,13 @@ export function extrasOf(desired: KubeObject, observed: KubeObject): string {
  * The last short {@link extrasOf} text hashed, and its hash: the server adds the same to an item in every namespace,
  * and a restart judges each of its objects (a tenant's longer additions are hashed each time, never kept).
  */
-let lastExtras = { text: "", hash: "" };
+let lastExtras: { text: string; hash: string } | undefined;
 const MAX_REMEMBERED_EXTRAS = 1024;
 
 /** A hash of {@link extrasOf}: what is kept of it per item and per object judged out of sync. */
 export function extrasHash(desired: KubeObject, observed: KubeObject): string {
   const text = extrasOf(desired, observed);
-  if (text === lastExtras.text && lastExtras.hash !== "") return lastExtras.hash;
+  if (lastExtras?.text === text) return lastExtras.hash;
   const hash = digest128(text);
   if (text.length <= MAX_REMEMBERED_EXTRAS) lastExtras = { text, hash };
   return hash;
