@@ -35,6 +35,7 @@ import { StatusWriter } from "./status_writer.ts";
 import { SyncEvents } from "./sync_events.ts";
 import type { WatchTrouble } from "./watches.ts";
 import { MemoryReturn } from "./memory_return.ts";
+import { HeapBudget } from "./heap_budget.ts";
 import { Standby } from "./standby.ts";
 import { WarmCaches } from "./warm_caches.ts";
 import { Workers } from "./worker.ts";
@@ -171,6 +172,8 @@ export function buildParts(base: PartsBase): ControllerParts {
   const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
+  // During it, the heap is collected sooner once it is large (a restart at 200,000 objects): a soft limit.
+  new HeapBudget().start(base.signal);
   const workers = new Workers({
     ...shared,
     queue,
