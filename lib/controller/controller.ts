@@ -94,7 +94,7 @@ export class Controller {
   /** Runs until `signal` aborts; finishes the unit in progress before returning. */
   async run(signal: AbortSignal): Promise<void> {
     const { metrics } = this.opts;
-    const { standby, statusWriter, warm, workers } = this.#parts;
+    const { standby, statusWriter, warm, workers, heapBudget } = this.#parts;
     metrics.reconcileInterval.set(this.opts.reconcileIntervalMs / 1000);
     const stop = () => {
       this.#stop.abort();
@@ -102,6 +102,7 @@ export class Controller {
     };
     if (signal.aborted) stop();
     else signal.addEventListener("abort", stop, { once: true });
+    heapBudget.start(this.#stop.signal);
     this.namespaces.run(signal);
     this.syncConfigs.run(signal);
     await Promise.race([Promise.all([this.namespaces.synced, this.syncConfigs.synced]), aborted(signal)]);

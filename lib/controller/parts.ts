@@ -82,6 +82,8 @@ export interface ControllerParts {
   standby: Standby;
   /** Fills the caches of the kinds items name before units need them (a standby's before it leads). */
   warm: WarmCaches;
+  /** The heap's soft limit, started by the run. */
+  heapBudget: HeapBudget;
 }
 
 /** Builds and wires every part of the controller (see the module comment for the order). */
@@ -172,8 +174,8 @@ export function buildParts(base: PartsBase): ControllerParts {
   const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
-  // During it, the heap is collected sooner once it is large (a restart at 200,000 objects): a soft limit.
-  new HeapBudget().start(base.signal);
+  // During one, the heap is collected sooner once it is large (a restart at 200,000 objects): a soft limit.
+  const heapBudget = new HeapBudget();
   const workers = new Workers({
     ...shared,
     queue,
@@ -216,5 +218,6 @@ export function buildParts(base: PartsBase): ControllerParts {
     books,
     standby,
     warm,
+    heapBudget,
   };
 }

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  CHECK_MS,
   collectAt,
   collectionDue,
   HeapBudget,
@@ -49,6 +50,9 @@ Deno.test("HeapBudget: above the soft limit, one synchronous major collection; t
   advance(899);
   assert.equal(budget.check(), false, "within the CPU cap");
   advance(1);
+  heap.used = 45 * MiB - 1;
+  assert.equal(budget.check(), false, "past the CPU cap, but not grown by the headroom");
+  heap.used = 45 * MiB;
   assert.equal(budget.check(), true, "past the CPU cap, above the budget");
   assert.equal(budget.collections, 2);
   assert.equal(budget.collectingMs, 200);
@@ -66,10 +70,45 @@ Deno.test("HeapBudget: a live heap above the soft limit is collected only once i
   assert.equal(calls.length, 2);
 });
 
-Deno.test("HeapBudget: without V8's gc extension it does nothing", () => {
-  const budget = new HeapBudget({ gc: undefined, heapUsed: () => 99 * MiB, now: () => 0 });
+Deno.test("HeapBudget: what the last collection left is lowered when the heap in use is found below it", () => {
+  // A burst leaves 60 MiB live; V8's own collections later bring the heap down to 40 MiB: the next burst is collected
+  // at 45 MiB, not at 67.5 (60 MiB and an eighth).
+  const { budget, heap, calls, advance } = setup({ used: 61 * MiB, live: 60 * MiB, gcMs: 10 });
+  assert.equal(budget.check(), true);
+  advance(1_000);
+  heap.used = 40 * MiB;
   assert.equal(budget.check(), false);
-  budget.start(new AbortController().signal); // no timer: nothing to stop, the test's sanitizer would tell
+  heap.used = 45 * MiB;
+  assert.equal(budget.check(), true, "due at 40 MiB and an eighth");
+  assert.equal(calls.length, 2);
+});
+
+Deno.test("HeapBudget: started, it looks every CHECK_MS until its signal aborts; without V8's gc extension never", () => {
+  const intervals: { ms: number; stopped: boolean }[] = [];
+  let tick = () => {};
+  const every = (fn: () => void, ms: number) => {
+    const t = { ms, stopped: false };
+    intervals.push(t);
+    tick = fn;
+    return () => t.stopped = true;
+  };
+  let collected = 0;
+  const budget = new HeapBudget({ gc: () => collected++, heapUsed: () => 99 * MiB, now: () => 0, every });
+  const run = new AbortController();
+  budget.start(run.signal);
+  assert.deepEqual(intervals, [{ ms: CHECK_MS, stopped: false }]);
+  tick();
+  assert.equal(collected, 1);
+  run.abort();
+  assert.equal(intervals[0].stopped, true);
+
+  const aborted = new AbortController();
+  aborted.abort();
+  budget.start(aborted.signal);
+  const without = new HeapBudget({ gc: undefined, heapUsed: () => 99 * MiB, now: () => 0, every });
+  without.start(new AbortController().signal);
+  assert.equal(intervals.length, 1, "no interval for an aborted run, nor without the gc extension");
+  assert.equal(without.check(), false);
 });
 
 Deno.test("HeapBudget: the time spent collecting stays under a tenth of the wall time, whatever the heap does", () => {
