@@ -13,6 +13,7 @@ import { repoRoot } from "./build.ts";
 import type { Identity } from "./controlplane.ts";
 import { createNamespace } from "./harness.ts";
 import { uniqueName } from "./shared.ts";
+import { isAlreadyExists } from "../lib/kube/errors.ts";
 
 type Binding = KubeObject & { roleRef: { name: string }; subjects: unknown[] };
 
@@ -138,4 +139,55 @@ export async function createTeam(admin: HttpKubeClient, count: number, allowed: 
     });
   }
   return { namespace, writer: `system:serviceaccount:${namespace}:writer`, targets, label };
+}
+
+/** RBAC rules, as a Role or ClusterRole has them. */
+export type Rules = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }[];
+
+/**
+ * Grants ServiceAccount `namespace/name` (created if missing) `rules` in each of `where` (a Role and a RoleBinding
+ * named `grant`), or cluster-wide with `where: "cluster"` (a ClusterRole and a ClusterRoleBinding named `grant`).
+ */
+export async function grantServiceAccount(
+  admin: HttpKubeClient,
+  sa: { namespace: string; name: string },
+  grant: string,
+  where: string[] | "cluster",
+  rules: Rules,
+): Promise<void> {
+  await admin.request({
+    method: "POST",
+    path: `/api/v1/namespaces/${sa.namespace}/serviceaccounts`,
+    body: { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sa.name } },
+  }).catch((e) => {
+    if (!isAlreadyExists(e)) throw e;
+  });
+  const subjects = [{ kind: "ServiceAccount", name: sa.name, namespace: sa.namespace }];
+  const rbac = "rbac.authorization.k8s.io";
+  if (where === "cluster") {
+    await applyObject(admin, { apiVersion: `${rbac}/v1`, kind: "ClusterRole", metadata: { name: grant }, rules });
+    await applyObject(admin, {
+      apiVersion: `${rbac}/v1`,
+      kind: "ClusterRoleBinding",
+      metadata: { name: grant },
+      roleRef: { apiGroup: rbac, kind: "ClusterRole", name: grant },
+      subjects,
+    } as KubeObject);
+    return;
+  }
+  for (const ns of where) {
+    await applyObject(admin, {
+      apiVersion: `${rbac}/v1`,
+      kind: "Role",
+      metadata: { name: grant, namespace: ns },
+      rules,
+    });
+    await applyObject(admin, {
+      apiVersion: `${rbac}/v1`,
+      kind: "RoleBinding",
+      metadata: { name: grant, namespace: ns },
+      roleRef: { apiGroup: rbac, kind: "Role", name: grant },
+      subjects,
+    } as KubeObject);
+  }
 }

@@ -26,7 +26,7 @@ import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { ApiError } from "../kube/errors.ts";
 import { OverBudget, RETRY_AFTER_SECONDS, ReviewBudget, type ReviewBudgetOptions } from "./review_budget.ts";
-import { TtlCache } from "./ttl_cache.ts";
+import { TtlCache } from "../kube/ttl_cache.ts";
 import { accessReview, type Authentication, type Authorization, tokenReview, type UserInfo } from "./scrape_reviews.ts";
 import { CHECK_TIMEOUT_MS, Flight, GONE, type Verdict } from "./shared_check.ts";
 

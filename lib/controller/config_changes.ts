@@ -16,6 +16,7 @@ import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { WorkFacts } from "../sync/retry_policy.ts";
 import type { Freshness } from "./freshness.ts";
 import type { KeyBooks } from "./key_books.ts";
+import type { DelegatedView } from "../sync/delegated_view.ts";
 import type { Registry } from "../model/registry.ts";
 import type { StatusLedger } from "./status_ledger.ts";
 import type { StatusWriter } from "./status_writer.ts";
@@ -41,6 +42,8 @@ export interface ConfigChangesDeps {
   /** Every book of per-SyncConfig state: a deleted SyncConfig is forgotten in one call. */
   books: Pick<KeyBooks, "configGone">;
   executor: Pick<Executor, "forgetConfig">;
+  /** The rights asked for SyncConfigs of untrusted namespaces: asked again for a new generation. */
+  view: Pick<DelegatedView, "forgetConfig">;
   caches: Pick<ResourceCaches, "retain" | "hasCreated">;
   trimmedLabels: Pick<TrimmedLabels, "refresh">;
 }
@@ -98,6 +101,7 @@ export class ConfigChanges {
     const { entry, changed } = registry.compile(key, sc);
     if (changed) {
       this.d.executor.forgetConfig(key); // a new generation is tried at once, in every namespace
+      this.d.view.forgetConfig(key); // and its ServiceAccount's rights asked again (how a team has a grant seen)
       this.#specChanged();
       const result = entry.result;
       if (!result.ok) log.error("{message}", { syncConfig: key, error: result.message, message: result.message });

@@ -5,13 +5,13 @@
  * changes of its items are handed, as they are written, to the Events of the next status flush (sync_events.ts
  * `recordChange`), since an Event names the object and what was done to it, which the counts do not keep.
  */
-import { contradictions } from "../model/contradictions.ts";
 import type { ItemCounts } from "../model/status.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { ItemAction } from "../sync/failures.ts";
 import { type LoggedFailure, syncConfigInNamespace } from "../sync/namespace_sync.ts";
 import { foldSteps, NO_STEP, type Step } from "../sync/step.ts";
+import type { DelegatedView } from "../sync/delegated_view.ts";
 import type { ConfigChanges } from "./config_changes.ts";
 import type { PruneStep } from "./prune_step.ts";
 import type { SyncEvents } from "./sync_events.ts";
@@ -25,6 +25,8 @@ export interface NamespaceUnitDeps {
   executor: Pick<Executor, "syncItem" | "deleteItem">;
   pruning: Pick<PruneStep, "decide" | "pruneNamespace">;
   trimmedLabels: Pick<TrimmedLabels, "readSoon">;
+  /** What SyncConfigs of untrusted namespaces may see here, and the contests between items. */
+  view: Pick<DelegatedView, "of" | "contests">;
 }
 
 /** One SyncConfig's counts in the namespace, and its failures for the log. */
@@ -76,13 +78,19 @@ export class NamespaceUnit {
       if (selecting.has(cfgKey)) targeted.push(result.config);
       else unselected.push(cfgKey);
     }
-    // Items of these SyncConfigs that contradict each other (one deletes what another syncs) are decided here,
-    // once, for all of them: neither is performed, rather than raced against each other on every sync.
-    const contested = contradictions(targeted, name);
+    // A SyncConfig of an untrusted namespace sees only what its ServiceAccount may read (delegated_view.ts): out of
+    // its view it is neither synced nor counted here (what it created is not pruned for that: `selecting` keeps it).
+    const view = await this.d.view.of(targeted, name);
+    unselected.push(...view.hidden);
+    // Items of these SyncConfigs that contradict each other (one deletes what another syncs) are decided here, once,
+    // for all of them, by precedence (lib/model/contradictions.ts), rather than raced against each other on every sync.
+    const contested = await this.d.view.contests(view, name);
     const { executor } = this.d;
     const recordChange = (k: string, a: ItemAction, ns: string) => this.d.syncEvents.recordChange(k, a, ns);
     const results = await Promise.all(
-      targeted.map((cfg) => syncConfigInNamespace(executor, cfg, name, recordChange, contested.get(cfg.key))),
+      view.visible.map((cfg) =>
+        syncConfigInNamespace(executor, cfg, name, recordChange, contested.get(cfg.key), view.refused.get(cfg.key))
+      ),
     );
     // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
     // same generation is created under its new name first).
@@ -90,13 +98,13 @@ export class NamespaceUnit {
     const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, selecting, prunes) : NO_STEP;
     const configs: ConfigCounts[] = [];
     const stale: string[] = [];
-    targeted.forEach((cfg, i) => {
+    view.visible.forEach((cfg, i) => {
       const current = registry.get(cfg.key)?.result;
       if (current?.ok && current.config === cfg) configs.push({ cfgKey: cfg.key, ...results[i] });
       else stale.push(cfg.key);
     });
     return {
-      ...foldSteps([...results, pruned]),
+      ...foldSteps([...results, pruned, { wrote: false, retry: view.retry }]),
       configs,
       unselected,
       stale,

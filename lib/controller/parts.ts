@@ -10,13 +10,15 @@
  */
 import type { LabelKeys } from "../model/label_keys.ts";
 import { TrimmedLabels } from "./trimmed_labels.ts";
-import { Discovery, type ResourceInfo } from "../kube/discovery.ts";
+import { Discovery, namespacedOnly, type ResourceInfo } from "../kube/discovery.ts";
 import { EventRecorder } from "../kube/events.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { Registry } from "../model/registry.ts";
 import { refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
+import { DelegatedView } from "../sync/delegated_view.ts";
+import { Rights } from "../sync/rights.ts";
 import { Pruner } from "../sync/prune_deletes.ts";
 import { MAX_FIGHT_DELAY_MS } from "../sync/retry_policy.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
@@ -131,7 +133,7 @@ export function buildParts(base: PartsBase): ControllerParts {
   const executor = new Executor(client, discovery, caches, {
     onWrite: (action) => metrics.writes.inc({ action }),
     // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex), and not
-    // against one that writes as espejo when it writes as a ServiceAccount.
+    // against one of a trusted namespace when it is of an untrusted one.
     claims: (owner, claimant, r, ns, name) => registry.holds(owner, claimant, itemOwners(r, ns, name)),
     onFight: (syncconfig) => metrics.fightRestores.inc({ syncconfig }),
     onReplace: (syncconfig, reason) => metrics.replaces.inc({ syncconfig, reason }),
@@ -141,6 +143,16 @@ export function buildParts(base: PartsBase): ControllerParts {
       if (sc) void events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
     },
     maxFightDelayMs: opts.reconcileIntervalMs || MAX_FIGHT_DELAY_MS,
+  });
+  // What SyncConfigs of untrusted namespaces may see and contest, asked as their ServiceAccounts (delegated_view.ts).
+  const view = new DelegatedView({
+    rights: new Rights(client),
+    resolve: async (apiVersion, kind) => namespacedOnly(await discovery.resolve(apiVersion, kind), apiVersion),
+    ownerOf: (r, ns, name) => caches.managed(r).get(`${ns}/${name}`)?.owner,
+    onReviewFailed: (cfgKey, message) => {
+      const sc = syncConfigs.get(cfgKey);
+      if (sc) void events.emit(refOf(sc), "Warning", "SyncFailed", message);
+    },
   });
   const pruner = new Pruner(client, discovery, caches, () => metrics.writes.inc({ action: "prune" }));
   const shared = { namespaces, syncConfigs, registry, ledger, statusWriter, freshness, metrics, enqueue };
@@ -159,6 +171,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     finalizer,
     events: standby.events,
     executor,
+    view,
     caches,
     trimmedLabels,
   });
@@ -171,7 +184,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     standby,
     signal: base.signal,
   });
-  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels });
+  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels, view });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
   // During one, the heap is collected sooner once it is large (a restart at 200,000 objects): a soft limit.
@@ -199,6 +212,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     configs,
     queue,
     executor,
+    view,
     caches,
     metrics,
   });

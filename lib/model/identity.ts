@@ -38,6 +38,16 @@ export interface WriteIdentity {
 
 export type IdentityResult = { ok: true; writeAs?: WriteIdentity } | { ok: false; problem: string };
 
+/**
+ * Whether SyncConfigs of `namespace` are trusted: their authors may write with espejo's own rights, whatever the
+ * SyncConfig writes as. Trust belongs to the namespace, not to the annotation: a platform SyncConfig that names a
+ * ServiceAccount is still the platform's. Without delegated mode (`trusted` undefined) every SyncConfig espejo reads
+ * is trusted: its author could drop the annotation and write as espejo.
+ */
+export function isTrustedNamespace(namespace: string, trusted: readonly string[] | undefined): boolean {
+  return !trusted || trusted.includes(namespace);
+}
+
 /** Longest name the API server accepts for a ServiceAccount (a DNS-1123 subdomain). */
 const MAX_NAME = 253;
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -55,7 +65,7 @@ export function writeIdentity(
 ): IdentityResult {
   const value = annotations?.[SERVICE_ACCOUNT_ANNOTATION];
   if (value === undefined) {
-    if (!trusted || trusted.includes(namespace)) return { ok: true };
+    if (!trusted || isTrustedNamespace(namespace, trusted)) return { ok: true };
     return {
       ok: false,
       problem: `names no ServiceAccount to write as, and its namespace ${namespace} is not trusted ` +

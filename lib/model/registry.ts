@@ -139,17 +139,17 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
 
   /**
    * Whether `owner`, one of `owners` (the SyncConfigs with an item for an object), holds the object against
-   * `claimant`: a SyncConfig that writes as a ServiceAccount yields to one that writes as espejo, so a team's
-   * SyncConfig cannot take an object over from the platform's (lib/model/identity.ts).
+   * `claimant`: a SyncConfig of an untrusted namespace yields to one of a trusted namespace, so a team's SyncConfig
+   * cannot take an object over from the platform's (lib/model/contradictions.ts has the same precedence).
    */
   holds(owner: string, claimant: string, owners: readonly string[]): boolean {
-    return owners.includes(owner) && !(this.delegated(owner) && !this.delegated(claimant));
+    return owners.includes(owner) && !(this.untrusted(owner) && !this.untrusted(claimant));
   }
 
-  /** Whether the valid SyncConfig `key` writes as a ServiceAccount. */
-  delegated(key: string): boolean {
+  /** Whether the valid SyncConfig `key` is of an untrusted namespace (delegated mode; lib/model/identity.ts). */
+  untrusted(key: string): boolean {
     const result = this.#compiled.get(key)?.result;
-    return result?.ok === true && result.config.writeAs !== undefined;
+    return result?.ok === true && !result.config.trusted;
   }
 
   /** Whether a deleteItem of a valid SyncConfig names object `name` in `namespace`. */

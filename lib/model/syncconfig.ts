@@ -6,7 +6,7 @@
  */
 import type { SyncConfig as SyncConfigSchema } from "./syncconfig_types.ts";
 import { compileNamespaceSelector, type NamespaceSelector, SelectorError } from "./selector.ts";
-import { type WriteIdentity, writeIdentity } from "./identity.ts";
+import { isTrustedNamespace, type WriteIdentity, writeIdentity } from "./identity.ts";
 import { isObject, type KubeObject, type ObjectMeta, SERVER_OWNED_METADATA, splitApiVersion } from "../kube/objects.ts";
 
 /** A SyncConfig: the CRD's shape, its metadata the API's (checked at the edge, see decodeObjectMeta). */
@@ -49,6 +49,12 @@ export interface CompiledSyncConfig {
   forceRecreate: boolean;
   /** The ServiceAccount its writes are made as (lib/model/identity.ts); undefined: espejo's own identity. */
   writeAs?: WriteIdentity;
+  /**
+   * Its namespace is trusted (lib/model/identity.ts, `isTrustedNamespace`): it outranks every SyncConfig that is not,
+   * and espejo's caches may tell it what they hold. An untrusted one (delegated mode, a team's namespace) always names a
+   * ServiceAccount, and is told only what that ServiceAccount may read (lib/sync/delegated_view.ts).
+   */
+  trusted: boolean;
 }
 
 /** What compiling depends on besides the SyncConfig: the controller's settings. */
@@ -120,6 +126,7 @@ export function compileSyncConfig(cfg: SyncConfig, options: CompileOptions = {})
         deleteItems,
         forceRecreate: spec.forceRecreate === true,
         writeAs: identity.writeAs,
+        trusted: isTrustedNamespace(ref.namespace, options.trustedNamespaces),
       },
     };
   } catch (e) {

@@ -14,7 +14,7 @@ import { renderTemplate } from "../model/template.ts";
 import { decodeManaged } from "../sync/cached_object.ts";
 import { desiredObject } from "../sync/desired.ts";
 import { contradicted, failure, OwnedByOther } from "../sync/failures.ts";
-import { type Contest, contradictions } from "../model/contradictions.ts";
+import { conflictsIn, type Contest, contradictions } from "../model/contradictions.ts";
 import {
   deleteItemSite,
   keysOf,
@@ -144,7 +144,9 @@ export async function planSnapshot(
       if (!cfg || !selecting.includes(key)) continue;
       plan.selected++;
       plan.namespaces.push(ns.name);
-      const contested = contradictions(registry.selectingConfigs(ns), ns.name).get(key);
+      // Precedence as the controller's unit decides it; whether a team's ServiceAccount may write what its item
+      // contests is not known here, so it is taken to (lib/model/contradictions.ts, CONTENDING).
+      const contested = contradictions(conflictsIn(registry.selectingConfigs(ns), ns.name)).get(key);
       for (const item of cfg.deleteItems) plan.entries.push(...planDelete(snapshot, cfg, ns.name, item, contested));
       for (const item of cfg.syncItems) {
         const entry = await planItem(snapshot, cfg, ns.name, item, view, serverAdds, contested);

@@ -4,7 +4,7 @@
  * For a SyncConfig that writes as a ServiceAccount (lib/model/identity.ts) espejo itself only reads the item kinds
  * (list, watch: its caches) and impersonates; what the ServiceAccount needs is ./service_account_rights.ts's.
  */
-import { reviewAccess } from "../kube/access_review.ts";
+import { reviewUserAccess } from "../kube/access_review.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import { SYNCCONFIG_EXTRA } from "../model/identity.ts";
@@ -92,26 +92,10 @@ export function neededRights(snapshot: Snapshot, plans: ConfigPlan[]): Right[] {
   return [...out.values()];
 }
 
-/**
- * Whether `user` may make the requests of `r`, by a SubjectAccessReview (not stored). A ServiceAccount's username
- * is reviewed with the groups the API server gives its tokens. The resource is split at its first `/`: the rest is
- * the subresource (`syncconfigs/status`, `userextras/sync.appuio.ch/syncconfig`).
- */
+/** Whether `user` may make the requests of `r`, by a SubjectAccessReview (lib/kube/access_review.ts). */
 export async function mayDo(client: KubeClient, user: string, r: Right): Promise<boolean> {
-  const sa = /^system:serviceaccount:([^:]+):/.exec(user);
-  const groups = ["system:authenticated", ...(sa ? ["system:serviceaccounts", `system:serviceaccounts:${sa[1]}`] : [])];
-  const slash = r.resource.indexOf("/");
-  const resource = slash < 0 ? r.resource : r.resource.slice(0, slash);
-  const subresource = slash < 0 ? undefined : r.resource.slice(slash + 1);
-  const resourceAttributes = {
-    group: r.group,
-    resource,
-    subresource,
-    verb: r.verb,
-    namespace: r.namespace,
-    name: r.name,
-  };
-  return (await reviewAccess(client, { user, groups, resourceAttributes })).allowed;
+  const { group, resource, verb, namespace, name } = r;
+  return (await reviewUserAccess(client, user, { group, resource, verb, namespace, name })).allowed;
 }
 
 /** The rights `user` (a ServiceAccount's username) lacks; `error` when the reviews could not be asked. */

@@ -119,7 +119,7 @@ export function contradicted(
 
 /** Whether the same request can only fail again until something changes (see the file comment). */
 export function isTerminal(e: unknown): boolean {
-  if (e instanceof UnknownKindError || e instanceof OwnedByOther) return true;
+  if (e instanceof UnknownKindError || e instanceof OwnedByOther || e instanceof AccessDenied) return true;
   if (e instanceof ApiError) return !isRetriable(e);
   return false;
 }
@@ -135,6 +135,22 @@ export class OwnedByOther extends Error {
   constructor(readonly owner: string) {
     super(`the object is already managed by SyncConfig ${owner}; two SyncConfigs cannot write the same object`);
     this.name = "OwnedByOther";
+  }
+}
+
+/**
+ * The ServiceAccount of a SyncConfig of an untrusted namespace may not read the object its item names (an access
+ * review, lib/sync/delegated_view.ts): nothing is decided for the item from espejo's caches. `denial` is the API
+ * server's words for the refusal of the request, so the hint of lib/sync/missing_right.ts applies.
+ */
+export class AccessDenied extends Error {
+  constructor(readonly denial: string, list: "syncItems" | "deleteItems") {
+    super(
+      `its ServiceAccount may ${list === "syncItems" ? "not get" : "neither get nor delete"} the object (${denial}), ` +
+        "and espejo decides nothing for a SyncConfig of an untrusted namespace from what its ServiceAccount may not " +
+        "read",
+    );
+    this.name = "AccessDenied";
   }
 }
 

@@ -35,6 +35,8 @@ export async function syncConfigInNamespace(
   recordChange: (cfgKey: string, action: ItemAction, namespace: string) => void,
   /** Items that contradict another item here, by field (lib/model/contradictions.ts): not performed. */
   contested: ReadonlyMap<string, Contest> = new Map(),
+  /** Items that fail before anything is decided for them (lib/sync/delegated_view.ts), by field. */
+  refused: ReadonlyMap<string, ItemResult> = new Map(),
 ): Promise<ConfigResult> {
   const ref = { cfg, namespace };
   // An exception of one item (a bug, an input nobody foresaw) fails that item, not the others or the unit.
@@ -49,6 +51,8 @@ export async function syncConfigInNamespace(
   };
   const deletes = await Promise.all(cfg.deleteItems.map(async (item) => {
     const field = `.spec.deleteItems[${item.index}]`;
+    const refusal = refused.get(field);
+    if (refusal) return refusal;
     const contest = contested.get(field);
     if (contest) return contradicted(cfg.key, namespace, field, contest);
     const r = await guarded(field, () => executor.deleteItem(ref, item));
@@ -72,9 +76,10 @@ export async function syncConfigInNamespace(
       const item = cfg.syncItems[i];
       const field = `.spec.syncItems[${item.index}]`;
       const contest = contested.get(field);
-      const r = contest
-        ? contradicted(cfg.key, namespace, field, contest)
-        : await guarded(field, () => executor.syncItem(ref, item));
+      const r = refused.get(field) ??
+        (contest
+          ? contradicted(cfg.key, namespace, field, contest)
+          : await guarded(field, () => executor.syncItem(ref, item)));
       if (r.state === "synced" && r.action !== "none") {
         recordChange(cfg.key, r.action, namespace);
         log.info("{action} {kind} {namespace}/{name} for SyncConfig {syncConfig}: {reason}", {

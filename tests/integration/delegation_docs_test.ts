@@ -111,6 +111,17 @@ Deno.test(
       for (const name of ["team-serviceaccount", "team-target-rbac", "team-syncconfig"]) {
         await kubectl(c, ["apply", "-f", "-"], { stdin: await snippet(name) });
       }
+      // In team-a-prod the team granted `view` only, as the page's error example says: the ServiceAccount may see the
+      // namespace (and read ConfigMaps), not write there.
+      await kubectl(c, [
+        "-n",
+        "team-a-prod",
+        "create",
+        "rolebinding",
+        "espejo-writer-view",
+        "--clusterrole=view",
+        "--serviceaccount=team-a:espejo-writer",
+      ]);
       const s = await statusWhen(
         admin,
         (s) => s.synchronizedItemCount === 2 && s.failedItemCount === 2,
@@ -135,7 +146,7 @@ Deno.test(
       const bindings = narrowed.filter((o) => o.kind === "ClusterRoleBinding").map((o) =>
         (o.metadata as never)["name"]
       );
-      assert.deepEqual(bindings, ["espejo-impersonate-syncconfig-extra"]);
+      assert.deepEqual(bindings.sort(), ["espejo-impersonate-syncconfig-extra", "espejo-review-delegated-rights"]);
       await kubectl(c, ["delete", "clusterrolebinding", "espejo-impersonate-serviceaccounts"]);
       await touch(c, "team-a, narrowed");
       const refused = await statusWhen(
@@ -162,9 +173,13 @@ Deno.test(
       await ctl.stop();
       // No espejo-system/espejo of another test keeps these rights. The ClusterRoles stay: tests running beside this
       // one bind them too (testenv/delegation.ts).
-      for (const binding of ["espejo-impersonate-serviceaccounts", "espejo-impersonate-syncconfig-extra"]) {
-        await kubectl(c, ["delete", "--ignore-not-found", "clusterrolebinding", binding]);
-      }
+      const bindings = [
+        "espejo-impersonate-serviceaccounts",
+        "espejo-impersonate-syncconfig-extra",
+        "espejo-review-delegated-rights",
+      ];
+      for (const binding of bindings) await kubectl(c, ["delete", "--ignore-not-found", "clusterrolebinding", binding]);
+      await kubectl(c, ["-n", "team-a-prod", "delete", "--ignore-not-found", "rolebinding", "espejo-writer-view"]);
       await kubectl(c, [
         "-n",
         "team-a",
@@ -198,6 +213,7 @@ Deno.test(
       const wanted of [
         "ClusterRoleBinding/espejo-impersonate-serviceaccounts",
         "ClusterRoleBinding/espejo-impersonate-syncconfig-extra",
+        "ClusterRoleBinding/espejo-review-delegated-rights",
       ]
     ) {
       assert.ok(names.includes(wanted), `${wanted} in ${names.join(", ")}`);

@@ -56,6 +56,7 @@ function changes(namespaces: NamespaceInfo[]) {
     finalizer: { settle: () => Promise.resolve({ retry: false }) },
     books: { configGone: (k) => void told.push(`forgotten ${k}`) },
     executor: { forgetConfig: (k) => void told.push(`retries of ${k} start over`) },
+    view: { forgetConfig: () => {} },
     caches: { retain: () => {}, hasCreated: () => false },
     trimmedLabels: { refresh: () => Promise.resolve() },
   });

@@ -1,15 +1,29 @@
-/** Which items contradict each other in one namespace (lib/model/contradictions.ts): a table of SyncConfig pairs. */
+/**
+ * Which items contradict each other in one namespace, and which of them is performed (lib/model/contradictions.ts):
+ * tables of SyncConfigs, by trust, by right and by who holds the object; a property test of the precedence.
+ */
 import assert from "node:assert/strict";
-import { contradictions } from "../../lib/model/contradictions.ts";
+import fc from "fast-check";
+import {
+  type Claim,
+  type Conflict,
+  conflictsIn,
+  CONTENDING,
+  type ContestFacts,
+  contradictions,
+} from "../../lib/model/contradictions.ts";
 import { type CompiledSyncConfig, compileSyncConfig } from "../../lib/model/syncconfig.ts";
 
 type Spec = { syncItems?: unknown[]; deleteItems?: unknown[] };
 
-function config(name: string, spec: Spec): CompiledSyncConfig {
+/** Delegated mode: only espejo's namespace is trusted. */
+const TRUSTED = { trustedNamespaces: ["espejo"] };
+
+function config(name: string, spec: Spec, annotations?: Record<string, string>): CompiledSyncConfig {
   const r = compileSyncConfig({
-    metadata: { namespace: "espejo", name, generation: 1, uid: name },
+    metadata: { namespace: "espejo", name, generation: 1, uid: name, annotations },
     spec: { namespaceSelector: { matchNames: [".*"] }, ...spec } as never,
-  });
+  }, TRUSTED);
   if (!r.ok) throw new Error(r.message);
   return r.config;
 }
@@ -19,9 +33,9 @@ const policy = (apiVersion: string, name: string) => ({ apiVersion, kind: "Netwo
 const del = (apiVersion: string, kind: string, name: string) => ({ apiVersion, kind, name });
 
 /** The contested items as `cfg field: problem`, sorted. */
-function contested(configs: CompiledSyncConfig[], namespace = "team-a"): string[] {
+function contested(configs: CompiledSyncConfig[], namespace = "team-a", facts: ContestFacts = CONTENDING): string[] {
   const out: string[] = [];
-  for (const [cfgKey, items] of contradictions(configs, namespace)) {
+  for (const [cfgKey, items] of contradictions(conflictsIn(configs, namespace), facts)) {
     for (const [field, { problem }] of items) out.push(`${cfgKey} ${field}: ${problem}`);
   }
   return out.sort();
@@ -154,33 +168,42 @@ Deno.test("contradictions: the order of the SyncConfigs does not change the deci
 });
 
 Deno.test("contradictions: a contested item carries the object it names, rendered in the namespace", () => {
-  const found = contradictions([
+  const found = contradictions(conflictsIn([
     config("deny", { deleteItems: [del("v1", "ConfigMap", "cm-team-a")] }),
     config("sync", { syncItems: [cm("cm-${PROJECT_NAME}")] }),
-  ], "team-a");
+  ], "team-a"));
   const { kind, name } = found.get("espejo/sync")!.get(".spec.syncItems[0]")!;
   assert.deepEqual({ kind, name }, { kind: "ConfigMap", name: "cm-team-a" });
 });
 
-/** A team's SyncConfig in namespace `team`, writing as its ServiceAccount `writer`. */
-function teamConfig(name: string, spec: Spec): CompiledSyncConfig {
+/** A team's SyncConfig in namespace `namespace` (untrusted), writing as its ServiceAccount `writer`. */
+function teamConfig(name: string, spec: Spec, namespace = "team"): CompiledSyncConfig {
   const r = compileSyncConfig({
     metadata: {
-      namespace: "team",
+      namespace,
       name,
       generation: 1,
       uid: name,
       annotations: { "sync.appuio.ch/service-account": "writer" },
     },
     spec: { namespaceSelector: { matchNames: [".*"] }, ...spec } as never,
-  });
+  }, TRUSTED);
   if (!r.ok) throw new Error(r.message);
   return r.config;
 }
 
-const YIELDS = "this SyncConfig writes as a ServiceAccount and yields to one that writes as espejo";
+const YIELDS = "a SyncConfig of a trusted namespace outranks this one, whose namespace is not trusted " +
+  "(docs/delegation.md)";
+const HELD = "the SyncConfig that holds an object keeps it against another of an untrusted namespace " +
+  "(docs/delegation.md)";
 
-const rankCases: { name: string; configs: CompiledSyncConfig[]; want: string[] }[] = [
+/** Facts: the items (`cfgKey field`) whose ServiceAccount may write their object, and the holder. */
+const facts = (writers: string[], holder?: string): ContestFacts => ({
+  mayWrite: (c: Claim) => writers.includes(`${c.cfgKey} ${c.field}`),
+  holder: (conflict: Conflict) => conflict.syncers.some((s) => s.cfgKey === holder) ? holder : undefined,
+});
+
+const rankCases: { name: string; configs: CompiledSyncConfig[]; facts?: ContestFacts; want: string[] }[] = [
   {
     name: "a team's deleteItem does not switch off the platform's syncItem: only the team's item fails",
     configs: [
@@ -188,7 +211,7 @@ const rankCases: { name: string; configs: CompiledSyncConfig[]; want: string[] }
       teamConfig("mine", { deleteItems: [del("networking.k8s.io/v1", "NetworkPolicy", "deny-all")] }),
     ],
     want: [
-      "team/mine .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/platform, which syncs " +
+      "team/mine .spec.deleteItems[0]: contradicts an item of a SyncConfig of a trusted namespace, which syncs " +
       `the same object: ${YIELDS}`,
     ],
   },
@@ -199,12 +222,34 @@ const rankCases: { name: string; configs: CompiledSyncConfig[]; want: string[] }
       teamConfig("mine", { syncItems: [cm("legacy")] }),
     ],
     want: [
-      "team/mine .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig espejo/platform, which deletes " +
+      "team/mine .spec.syncItems[0]: contradicts an item of a SyncConfig of a trusted namespace, which deletes " +
       `the same object: ${YIELDS}`,
     ],
   },
   {
-    name: "two teams contradicting each other: neither, as between two platform SyncConfigs",
+    name: "a trusted namespace's SyncConfig that names a ServiceAccount still outranks a team's",
+    configs: [
+      config("platform", { syncItems: [cm("x")] }, { "sync.appuio.ch/service-account": "platform-writer" }),
+      teamConfig("mine", { deleteItems: [del("v1", "ConfigMap", "x")] }),
+    ],
+    want: [
+      "team/mine .spec.deleteItems[0]: contradicts an item of a SyncConfig of a trusted namespace, which syncs " +
+      `the same object: ${YIELDS}`,
+    ],
+  },
+  {
+    name: "two trusted SyncConfigs, one naming a ServiceAccount: neither, as between any two trusted ones",
+    configs: [
+      config("p1", { syncItems: [cm("x")] }, { "sync.appuio.ch/service-account": "platform-writer" }),
+      config("p2", { deleteItems: [del("v1", "ConfigMap", "x")] }),
+    ],
+    want: [
+      `espejo/p1 .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig espejo/p2, which deletes the same object: ${NEITHER}`,
+      `espejo/p2 .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/p1, which syncs the same object: ${NEITHER}`,
+    ],
+  },
+  {
+    name: "two SyncConfigs of one team, both may write: neither, each named to the other",
     configs: [
       teamConfig("a", { deleteItems: [del("v1", "ConfigMap", "x")] }),
       teamConfig("b", { syncItems: [cm("x")] }),
@@ -212,6 +257,58 @@ const rankCases: { name: string; configs: CompiledSyncConfig[]; want: string[] }
     want: [
       `team/a .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig team/b, which syncs the same object: ${NEITHER}`,
       `team/b .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig team/a, which deletes the same object: ${NEITHER}`,
+    ],
+  },
+  {
+    name: "two teams that may both write: neither, and neither is told the other's name",
+    configs: [
+      teamConfig("a", { deleteItems: [del("v1", "ConfigMap", "x")] }, "team-a"),
+      teamConfig("b", { syncItems: [cm("x")] }, "team-b"),
+    ],
+    want: [
+      `team-a/a .spec.deleteItems[0]: contradicts an item of another SyncConfig, which syncs the same object: ${NEITHER}`,
+      `team-b/b .spec.syncItems[0]: contradicts an item of another SyncConfig, which deletes the same object: ${NEITHER}`,
+    ],
+  },
+  {
+    name: "a team whose ServiceAccount may not delete the object contests nothing: the other team's item goes on",
+    configs: [
+      teamConfig("a", { deleteItems: [del("v1", "ConfigMap", "x")] }, "team-a"),
+      teamConfig("b", { syncItems: [cm("x")] }, "team-b"),
+    ],
+    facts: facts(["team-b/b .spec.syncItems[0]"]),
+    want: [],
+  },
+  {
+    name: "a team whose ServiceAccount may not delete contests no trusted item either, and is not told it yields",
+    configs: [
+      config("platform", { syncItems: [cm("x")] }),
+      teamConfig("a", { deleteItems: [del("v1", "ConfigMap", "x")] }, "team-a"),
+    ],
+    facts: facts([]),
+    want: [],
+  },
+  {
+    name: "the holder keeps the object against a later team that may delete it",
+    configs: [
+      teamConfig("a", { deleteItems: [del("v1", "ConfigMap", "x")] }, "team-a"),
+      teamConfig("b", { syncItems: [cm("x")] }, "team-b"),
+    ],
+    facts: facts(["team-a/a .spec.deleteItems[0]", "team-b/b .spec.syncItems[0]"], "team-b/b"),
+    want: [
+      `team-a/a .spec.deleteItems[0]: contradicts an item of another SyncConfig, which syncs the same object and holds it: ${HELD}`,
+    ],
+  },
+  {
+    name: "a holder of an untrusted namespace does not keep the object against a trusted deleteItem",
+    configs: [
+      config("platform", { deleteItems: [del("v1", "ConfigMap", "x")] }),
+      teamConfig("b", { syncItems: [cm("x")] }, "team-b"),
+    ],
+    facts: facts(["team-b/b .spec.syncItems[0]"], "team-b/b"),
+    want: [
+      "team-b/b .spec.syncItems[0]: contradicts an item of a SyncConfig of a trusted namespace, which deletes the " +
+      `same object: ${YIELDS}`,
     ],
   },
   {
@@ -224,13 +321,71 @@ const rankCases: { name: string; configs: CompiledSyncConfig[]; want: string[] }
     want: [
       `espejo/p1 .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/p2, which syncs the same object: ${NEITHER}`,
       `espejo/p2 .spec.syncItems[0]: contradicts .spec.deleteItems[0] of SyncConfig espejo/p1, which deletes the same object: ${NEITHER}`,
-      `team/t .spec.deleteItems[0]: contradicts .spec.syncItems[0] of SyncConfig espejo/p2, which syncs the same object: ${YIELDS}`,
+      `team/t .spec.deleteItems[0]: contradicts an item of a SyncConfig of a trusted namespace, which syncs the same object: ${YIELDS}`,
     ],
   },
 ];
 
-for (const { name, configs, want } of rankCases) {
+for (const { name, configs, facts, want } of rankCases) {
   Deno.test(`contradictions between a team's and the platform's SyncConfigs: ${name}`, () => {
-    assert.deepEqual(contested(configs), want.sort());
+    assert.deepEqual(contested(configs, "team-a", facts), want.sort());
   });
 }
+
+Deno.test("contradictions without delegated mode: every SyncConfig is trusted, whatever it writes as", () => {
+  const off = (name: string, spec: Spec, annotations?: Record<string, string>) => {
+    const r = compileSyncConfig({
+      metadata: { namespace: "team", name, generation: 1, uid: name, annotations },
+      spec: { namespaceSelector: { matchNames: [".*"] }, ...spec } as never,
+    });
+    if (!r.ok) throw new Error(r.message);
+    return r.config;
+  };
+  const found = contested([
+    off("sa", { deleteItems: [del("v1", "ConfigMap", "x")] }, { "sync.appuio.ch/service-account": "writer" }),
+    off("plain", { syncItems: [cm("x")] }),
+  ]);
+  assert.equal(found.length, 2);
+  for (const line of found) assert.match(line, new RegExp(NEITHER));
+});
+
+/**
+ * The precedence as properties, over random SyncConfigs of trusted and untrusted namespaces, rights and holders:
+ * a non-contender (untrusted, may not write) is never contested and never contests; a trusted contender's item is
+ * never failed by an untrusted one; an untrusted SyncConfig is never told a name outside its own namespace.
+ */
+Deno.test("contradictions: precedence holds for any SyncConfigs, rights and holder (property)", () => {
+  const party = fc.record({
+    trusted: fc.boolean(),
+    namespace: fc.constantFrom("team-a", "team-b"),
+    deletes: fc.boolean(),
+    mayWrite: fc.boolean(),
+  });
+  fc.assert(fc.property(fc.array(party, { minLength: 1, maxLength: 5 }), fc.nat(5), (parties, holderIndex) => {
+    const configs = parties.map((p, i) => {
+      const spec = p.deletes ? { deleteItems: [del("v1", "ConfigMap", "x")] } : { syncItems: [cm("x")] };
+      return p.trusted ? config(`p${i}`, spec) : teamConfig(`t${i}`, spec, p.namespace);
+    });
+    const byKey = new Map(configs.map((c, i) => [c.key, parties[i]]));
+    const holder = configs[holderIndex]?.key;
+    const f = facts(configs.filter((c) => byKey.get(c.key)!.mayWrite).map((c) => `${c.key} ${fieldOf(c)}`), holder);
+    const out = contradictions(conflictsIn(configs, "team-a"), f);
+    for (const c of configs) {
+      const p = byKey.get(c.key)!;
+      const contest = out.get(c.key)?.get(fieldOf(c));
+      if (!p.trusted && !p.mayWrite) assert.equal(contest, undefined, "a non-contender is never contested");
+      if (!contest) continue;
+      const against = configs.filter((o) => byKey.get(o.key)!.deletes !== p.deletes);
+      const contenders = against.filter((o) => byKey.get(o.key)!.trusted || byKey.get(o.key)!.mayWrite);
+      assert.ok(contenders.length > 0, "only a contender contests");
+      if (p.trusted) assert.ok(contenders.some((o) => byKey.get(o.key)!.trusted), "only trust outranks trust");
+      if (!p.trusted) {
+        for (const named of contest.problem.matchAll(/SyncConfig ([\w-]+)\/[\w-]+/g)) {
+          assert.equal(named[1], c.namespace, `told a name outside its namespace: ${contest.problem}`);
+        }
+      }
+    }
+  }));
+});
+
+const fieldOf = (c: CompiledSyncConfig) => c.deleteItems.length ? ".spec.deleteItems[0]" : ".spec.syncItems[0]";

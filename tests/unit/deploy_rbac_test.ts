@@ -128,13 +128,15 @@ Deno.test("each opt-in of deploy/opt-in/ is one aggregated ClusterRole; lib name
   assert.deepEqual(events.rules, [{ apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] }]);
 });
 
-Deno.test("deploy/opt-in/delegation grants espejo two impersonations only, each bound on its own, not aggregated", () => {
+Deno.test("deploy/opt-in/delegation grants espejo two impersonations and access reviews only, each bound on its own, not aggregated", () => {
   const docs = kustomized("deploy", "opt-in", "delegation");
   assert.deepEqual(docs.map((d) => `${d.kind} ${d.metadata.name}`).sort(), [
     "ClusterRole espejo-impersonate-serviceaccounts",
     "ClusterRole espejo-impersonate-syncconfig-extra",
+    "ClusterRole espejo-review-delegated-rights",
     "ClusterRoleBinding espejo-impersonate-serviceaccounts",
     "ClusterRoleBinding espejo-impersonate-syncconfig-extra",
+    "ClusterRoleBinding espejo-review-delegated-rights",
   ]);
   // Not aggregated into espejo-manager: a RoleBinding of the first narrows delegation to some namespaces, which an
   // aggregated rule, granted cluster-wide by espejo-manager's binding, would undo.
@@ -150,6 +152,7 @@ Deno.test("deploy/opt-in/delegation grants espejo two impersonations only, each 
       resources: ["userextras/sync.appuio.ch/syncconfig"],
       verbs: ["impersonate"],
     },
+    { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
   ]);
   // ServiceAccounts only (never users, groups or uids), and the one extra lib sends (never every extra).
   assert.ok(grants(rules, "serviceaccounts", "impersonate"));

@@ -40,6 +40,7 @@ function recordingParts() {
     configs: { forgetConfig: tell("templated deleteItems warnings") },
     queue: { forget: tell("work retries") },
     executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
+    view: { forgetConfig: tell("rights") },
     caches: { forgetNamespace: tell("created index") },
     metrics: new Metrics(),
   };
@@ -64,6 +65,7 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
   assert.deepEqual(told.sort(), [
     "item retries and server adds espejo/gone",
     "ledger espejo/gone",
+    "rights espejo/gone",
     "status writer espejo/gone",
     "sync events espejo/gone",
     "templated deleteItems warnings espejo/gone",
@@ -124,6 +126,8 @@ Deno.test("registerBooks: every class in lib/ that forgets a namespace or SyncCo
     StatusSchedule: "controller/status_writer.ts",
     CreatedIndex: "sync/resource_caches.ts",
     SelectionIndex: "model/registry.ts",
+    // Made beside the DelegatedView that holds it, so that tests can hand that one a fake.
+    Rights: "controller/parts.ts",
   };
   /** Registered by shape (they import key_books.ts, which must not import them back): the field that takes them. */
   const byShape: Record<string, string> = { ConfigChanges: "configs" };

@@ -16,7 +16,7 @@ import {
 } from "../../lib/app/metrics_auth.ts";
 import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
-import { TtlCache } from "../../lib/app/ttl_cache.ts";
+import { TtlCache } from "../../lib/kube/ttl_cache.ts";
 import { type Clock, withClock } from "./fake_clock.ts";
 
 /**

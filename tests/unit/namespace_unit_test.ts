@@ -9,6 +9,7 @@ import type { NamespaceInfo } from "../../lib/model/namespace_info.ts";
 import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 import type { ItemResult } from "../../lib/sync/failures.ts";
 import type { Step } from "../../lib/sync/step.ts";
+import { DelegatedView } from "../../lib/sync/delegated_view.ts";
 
 const NS: NamespaceInfo = { name: "team-a", labels: { team: "a" }, phase: "Active" };
 
@@ -47,6 +48,12 @@ function unit(
       pruneNamespace: () => Promise.resolve(pruned),
     },
     trimmedLabels: { readSoon: (name) => (reads.push(name), Promise.resolve()) },
+    // Trusted SyncConfigs only: nothing is asked (tests/unit/delegated_view_test.ts has the rest).
+    view: new DelegatedView({
+      rights: { may: () => Promise.reject(new Error("asked")), forgetConfig: () => {} },
+      resolve: () => Promise.reject(new Error("resolved")),
+      ownerOf: () => undefined,
+    }),
   });
   return { u, calls, changes, registry, reads };
 }

@@ -86,18 +86,23 @@ Deno.test("Registry in delegated mode: a SyncConfig outside the trusted namespac
   assert.equal(r.compile("team/b", teamSc("team", "b", "writer")).entry.result.ok, true);
 });
 
-Deno.test("Registry.holds: a SyncConfig that writes as a ServiceAccount yields to one that writes as espejo", () => {
-  const r = new Registry<ReturnType<typeof ns>>();
+Deno.test("Registry.holds: a SyncConfig of an untrusted namespace yields to one of a trusted namespace", () => {
+  const r = new Registry<ReturnType<typeof ns>>(undefined, { trustedNamespaces: ["espejo"] });
   r.compile("espejo/platform", teamSc("espejo", "platform"));
   r.compile("espejo/other", teamSc("espejo", "other"));
+  // Trust is the namespace's: the platform's SyncConfig that writes as a ServiceAccount is still the platform's.
+  r.compile("espejo/as-sa", teamSc("espejo", "as-sa", "platform-writer"));
   r.compile("team/a", teamSc("team", "a", "writer"));
   r.compile("team/b", teamSc("team", "b", "writer"));
-  const owners = ["espejo/platform", "espejo/other", "team/a", "team/b"];
+  const owners = ["espejo/platform", "espejo/other", "espejo/as-sa", "team/a", "team/b"];
   // [owner, claimant, holds]
   const table: [string, string, boolean][] = [
     ["espejo/platform", "espejo/other", true],
     ["espejo/platform", "team/a", true],
+    ["espejo/as-sa", "team/a", true],
+    ["espejo/as-sa", "espejo/platform", true],
     ["team/a", "espejo/platform", false],
+    ["team/a", "espejo/as-sa", false],
     ["team/a", "team/b", true],
   ];
   for (const [owner, claimant, holds] of table) {

@@ -1,8 +1,9 @@
 /**
  * A map whose entries expire, with a bound on their number: when full, the least recently used entry goes, as
- * apimachinery's `LRUExpireCache` (which the delegating authorizer keeps its verdicts in) does. For the verdicts of
- * `--metrics-secure` (lib/app/metrics_auth.ts), where strangers choose the keys: memory is at most `max` entries,
- * whatever they send.
+ * apimachinery's `LRUExpireCache` (which the delegating authorizer keeps its verdicts in) does. For verdicts whose
+ * keys others choose: those of `--metrics-secure` (lib/app/metrics_auth.ts), where strangers send the tokens, and a
+ * team's access reviews (lib/sync/rights.ts), where its SyncConfig names the namespaces and objects. Memory is at most
+ * `max` entries, whatever they send.
  */
 export class TtlCache<V> {
   readonly #entries = new Map<string, { value: V; until: number }>();
@@ -21,6 +22,11 @@ export class TtlCache<V> {
     if (entry.until <= this.now()) return undefined;
     this.#entries.set(key, entry);
     return entry.value;
+  }
+
+  /** Drops every entry whose key `drop` returns true for (a SyncConfig that went takes its verdicts with it). */
+  deleteIf(drop: (key: string) => boolean): void {
+    for (const key of [...this.#entries.keys()]) if (drop(key)) this.#entries.delete(key);
   }
 
   /** Keeps `value` for `ttlMs`, dropping the least recently used entry when the cache is full. */
