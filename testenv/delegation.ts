@@ -74,8 +74,8 @@ export interface Team {
 }
 
 /**
- * Team namespace and `count` target namespaces labelled for selection; ServiceAccount `writer` may write ConfigMaps,
- * NetworkPolicies and RoleBindings (of ClusterRole view) in the first `allowed` targets only.
+ * Team namespace and `count` target namespaces labelled for selection; ServiceAccount `writer` may get the namespace
+ * and write ConfigMaps, NetworkPolicies and RoleBindings (of ClusterRole view) in the first `allowed` targets only.
  */
 export async function createTeam(admin: HttpKubeClient, count: number, allowed: number): Promise<Team> {
   const namespace = uniqueName("team");
@@ -116,6 +116,8 @@ export async function createTeam(admin: HttpKubeClient, count: number, allowed: 
             resources: ["rolebindings"],
             verbs: ["get", "create", "update", "delete"],
           },
+          // The namespace itself: in delegated mode a namespace the ServiceAccount may not get is out of its view.
+          { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
           // A RoleBinding may name a role whose rights the writer does not hold only with bind on it.
           {
             apiGroups: ["rbac.authorization.k8s.io"],

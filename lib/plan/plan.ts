@@ -74,6 +74,11 @@ export interface ConfigPlan {
   namespaces?: string[];
   /** The ServiceAccount its writes (prunes included) are made as; undefined: espejo's own identity. */
   writeAs?: WriteIdentity;
+  /**
+   * Of an untrusted namespace (delegated mode): the controller acts for it only in namespaces its ServiceAccount may
+   * get (lib/sync/delegated_view.ts), which `--check-rights` reviews too.
+   */
+  untrusted?: boolean;
   entries: PlanEntry[];
 }
 
@@ -138,6 +143,7 @@ export async function planSnapshot(
     }
     const cfg = compiled?.config;
     plan.writeAs = cfg?.writeAs;
+    if (cfg && !cfg.trusted) plan.untrusted = true;
     plan.namespaces = [];
     for (const ns of namespaces) {
       const selecting = registry.selecting(ns);

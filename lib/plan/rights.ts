@@ -81,6 +81,8 @@ export function neededRights(snapshot: Snapshot, plans: ConfigPlan[]): Right[] {
         name,
       });
       add("authentication.k8s.io", EXTRA_RESOURCE, "impersonate");
+      // Of an untrusted namespace: espejo reviews what the ServiceAccount may read (lib/sync/rights.ts).
+      if (plan.untrusted) add("authorization.k8s.io", "subjectaccessreviews", "create");
       continue;
     }
     for (const r of sync) {

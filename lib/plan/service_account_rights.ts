@@ -8,7 +8,9 @@
  * update for a syncItem's kind in every namespace the SyncConfig selects (a namespace in sync now needs them at its
  * next drift), delete there too with forceRecreate or pruning; delete for a deleteItem's kind; delete for each
  * planned prune, in its namespace (one no longer selected, or any, for a SyncConfig being deleted). Never list nor
- * watch: reads stay on espejo's caches, and stay espejo's own rights.
+ * watch: reads stay on espejo's caches, and stay espejo's own rights. For a SyncConfig of an untrusted namespace
+ * (delegated mode), `get` on each namespace too: the controller acts for it only in namespaces its ServiceAccount may
+ * get (lib/sync/delegated_view.ts).
  */
 import { keyOf } from "../model/syncconfig.ts";
 import type { ConfigPlan } from "./plan.ts";
@@ -53,6 +55,8 @@ export function serviceAccountRights(snapshot: Snapshot, plans: ConfigPlan[]): S
     const { sync, del } = itemResources(snapshot, syncConfig);
     const deletes = syncConfig.spec?.forceRecreate === true || plan.pruning;
     for (const namespace of plan.namespaces ?? []) {
+      // In delegated mode a namespace its ServiceAccount may not get is out of the SyncConfig's view.
+      if (plan.untrusted) add(namespace, "", "namespaces", "get");
       for (const r of sync) {
         add(namespace, r.group, r.resource, "get", "create", "update");
         if (deletes) add(namespace, r.group, r.resource, "delete");

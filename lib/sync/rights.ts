@@ -12,8 +12,9 @@
  * is still authorized by the API server as the ServiceAccount, whatever a verdict said), and are forgotten when the
  * SyncConfig changes or goes: editing it is how a team has a right it just granted checked at once. Kept per
  * SyncConfig (its extra is part of who asks), at most {@link MAX_VERDICTS} in all, least recently used out first, so
- * the namespaces and objects a team names cost bounded memory. One review answers every object of a kind in a
- * namespace when the right is not limited to names; concurrent asks of one question share one review.
+ * the namespaces and objects a team names cost bounded memory. One review answers every namespace when a right is
+ * held cluster-wide, and every object of a kind in a namespace when it is not limited to names; concurrent asks of
+ * one question share one review.
  */
 import type { KubeClient } from "../kube/client.ts";
 import { forbiddenMessage, type ResourceAttributes, reviewUserAccess } from "../kube/access_review.ts";
@@ -50,14 +51,19 @@ export class Rights {
   }
 
   /**
-   * Whether `asker`'s ServiceAccount may make the request `a` describes. A request for a named object is allowed when
-   * the right covers every name (one review for all objects of the kind in the namespace), else as RBAC decides for
-   * that name. Rejects with the API server's error when a review cannot be made (espejo may not impersonate, an
+   * Whether `asker`'s ServiceAccount may make the request `a` describes: allowed when the right is held cluster-wide
+   * (one review for every namespace) or in the namespace for every name (one review for every object of the kind
+   * there), else as RBAC decides for that name. Rejects with the API server's error when a review cannot be made (espejo may not impersonate, an
    * outage): no verdict is kept then.
    */
   async may(asker: Asker, a: ResourceAttributes): Promise<Right> {
-    if (a.name !== undefined && (await this.#review(asker, { ...a, name: undefined }))) return ALLOWED;
-    if (await this.#review(asker, a)) return ALLOWED;
+    // Broadest first: a right held cluster-wide answers for every namespace, one held in a namespace for every name.
+    const scopes = [
+      ...(a.namespace !== undefined ? [{ ...a, namespace: undefined, name: undefined }] : []),
+      ...(a.name !== undefined ? [{ ...a, name: undefined }] : []),
+      a,
+    ];
+    for (const scope of scopes) if (await this.#review(asker, scope)) return ALLOWED;
     return { allowed: false, denial: forbiddenMessage(asker.writeAs.username, a) };
   }
 

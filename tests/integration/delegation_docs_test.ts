@@ -108,9 +108,6 @@ Deno.test(
       const optIn = /^kubectl apply -k (\S+)\s*$/.exec((await snippet("admin-opt-in")).trim());
       assert.ok(optIn, "the opt-in is one kubectl apply -k");
       await kubectl(c, ["apply", "-k", optIn[1]], { cwd: repoRoot });
-      for (const name of ["team-serviceaccount", "team-target-rbac", "team-syncconfig"]) {
-        await kubectl(c, ["apply", "-f", "-"], { stdin: await snippet(name) });
-      }
       // In team-a-prod the team granted `view` only, as the page's error example says: the ServiceAccount may see the
       // namespace (and read ConfigMaps), not write there.
       await kubectl(c, [
@@ -122,6 +119,9 @@ Deno.test(
         "--clusterrole=view",
         "--serviceaccount=team-a:espejo-writer",
       ]);
+      for (const name of ["team-serviceaccount", "team-target-rbac", "team-syncconfig"]) {
+        await kubectl(c, ["apply", "-f", "-"], { stdin: await snippet(name) });
+      }
       const s = await statusWhen(
         admin,
         (s) => s.synchronizedItemCount === 2 && s.failedItemCount === 2,

@@ -101,14 +101,23 @@ Deno.test(
       const lacking = team.targets.slice(3);
       assert.deepEqual(
         writer.missingRights.map((m) => `${m.namespace} ${m.resource} ${m.verb}`),
-        lacking.flatMap((ns) => ["get", "create", "update"].map((verb) => `${ns} configmaps ${verb}`)),
+        lacking.flatMap((ns) => [
+          ...["get", "create", "update"].map((verb) => `${ns} configmaps ${verb}`),
+          // Delegated mode: the controller acts for the SyncConfig only where its ServiceAccount may get the namespace.
+          `${ns} namespaces get`,
+        ]),
         "what the Role grants in the first 3 namespaces is not reported; the 2 others lack each verb",
       );
       assert.equal(
         writer.missingRights[1].message,
         `ServiceAccount ${team.namespace}/writer cannot create configmaps in namespace ${lacking[0]}`,
       );
-      // espejo's own identity (not created here) would need to impersonate this ServiceAccount, by name.
+      // espejo's own identity (not created here) would need to review the ServiceAccount's rights, and to impersonate
+      // it, by name.
+      assert.ok(
+        report.controller.missingRights.some((m) => m.resource === "subjectaccessreviews" && m.verb === "create"),
+        "the reviews",
+      );
       const impersonate = report.controller.missingRights.filter((m) => m.verb === "impersonate");
       assert.deepEqual(
         impersonate.map((m) => `${m.group}/${m.resource} ${m.namespace ?? ""} ${m.name ?? ""}`.trim()),

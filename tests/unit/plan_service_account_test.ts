@@ -101,7 +101,12 @@ Deno.test("serviceAccountRights: two SyncConfigs of one ServiceAccount are one r
   assert.match(result.configs.find((c) => c.syncConfig === "team/mine")?.invalid ?? "", /names no ServiceAccount/);
   assert.equal(found.length, 1);
   assert.deepEqual(found[0].syncConfigs, ["team/a", "team/b"]);
-  assert.equal(found[0].rights.length, TARGETS.length * 3);
+  // get, create and update of ConfigMaps, and (the namespace team is not trusted) get of each namespace itself.
+  assert.equal(found[0].rights.length, TARGETS.length * 4);
+  assert.deepEqual(
+    words(found[0].rights.filter((r) => r.resource === "namespaces")),
+    TARGETS.map((ns) => `${ns} namespaces get`),
+  );
   const { needs: trusted } = await needs([syncConfig("mine", { syncItems: [cm] })], ["team"]);
   assert.deepEqual(trusted, [], "a trusted SyncConfig writes as espejo: no ServiceAccount to review");
 });

@@ -52,7 +52,14 @@ Deno.test("Rights: a right to every name answers for each name with one review",
   assert.equal(specs.length, 1);
 });
 
-Deno.test("Rights: a right limited to a name is found by a second review, and denied names say so", async () => {
+Deno.test("Rights: a right held cluster-wide answers for every namespace with one review", async () => {
+  const { c, specs } = client((a) => a.namespace === undefined);
+  const rights = new Rights(c);
+  for (const ns of ["a", "b", "c"]) assert.deepEqual(await rights.may(asker, get(ns, "x")), { allowed: true });
+  assert.equal(specs.length, 1);
+});
+
+Deno.test("Rights: a right limited to a name is found by the last review, and denied names say so", async () => {
   const { c, specs } = client((a) => a.name === "mine");
   const rights = new Rights(c);
   assert.deepEqual(await rights.may(asker, get("team-b-1", "mine")), { allowed: true });
@@ -62,36 +69,38 @@ Deno.test("Rights: a right limited to a name is found by a second review, and de
     denial: 'configmaps "theirs" is forbidden: User "system:serviceaccount:team-a:writer" cannot get resource ' +
       '"configmaps" in API group "" in the namespace "team-b-1"',
   });
-  assert.equal(specs.length, 3, "the kind once, then each name");
+  assert.equal(specs.length, 4, "cluster-wide and the namespace once, then each name");
 });
 
 Deno.test("Rights: verdicts stand their time, go with the SyncConfig, and concurrent asks share a review", async () => {
   let now = 0;
   const { c, specs } = client(() => false);
   const rights = new Rights(c, 1000, 100, () => now);
+  // Denied: reviewed cluster-wide, then in the namespace.
   await Promise.all([rights.may(asker, get("ns")), rights.may(asker, get("ns"))]);
-  assert.equal(specs.length, 1, "one review for two concurrent asks");
+  assert.equal(specs.length, 2, "one round of reviews for two concurrent asks");
   now = 999;
   await rights.may(asker, get("ns"));
-  assert.equal(specs.length, 1, "still standing");
+  assert.equal(specs.length, 2, "still standing");
   now = 1000;
   await rights.may(asker, get("ns"));
-  assert.equal(specs.length, 2, "asked again once expired");
+  assert.equal(specs.length, 4, "asked again once expired");
   rights.forgetConfig("team-a/t");
   await rights.may(asker, get("ns"));
-  assert.equal(specs.length, 3, "asked again once the SyncConfig changed");
+  assert.equal(specs.length, 6, "asked again once the SyncConfig changed");
   await rights.may({ ...asker, key: "team-a/other" }, get("ns"));
-  assert.equal(specs.length, 4, "another SyncConfig asks for itself");
+  assert.equal(specs.length, 8, "another SyncConfig asks for itself");
 });
 
 Deno.test("Rights: at most the bound of verdicts are kept, whatever a team names", async () => {
-  const { c, specs } = client(() => true);
+  const { c, specs } = client((a) => a.namespace !== undefined);
   const rights = new Rights(c, 60_000, 10);
   for (let i = 0; i < 50; i++) await rights.may(asker, get(`ns-${i}`));
+  const asked = specs.length;
   await rights.may(asker, get("ns-0"));
-  assert.equal(specs.length, 51, "the oldest went");
+  assert.equal(specs.length, asked + 1, "the oldest went");
   await rights.may(asker, get("ns-49"));
-  assert.equal(specs.length, 51, "the newest stayed");
+  assert.equal(specs.length, asked + 1, "the newest stayed");
 });
 
 Deno.test("Rights: a review that fails keeps no verdict and rejects", async () => {
