@@ -22,8 +22,13 @@ import { delegationFor, grantServiceAccount, type Rules } from "../../testenv/de
 import { espejoIdentity, optIn } from "../../testenv/espejo_rbac.ts";
 import { createNamespace, eventsOf, getObject, statusOf, type SyncConfigStatusView } from "../../testenv/harness.ts";
 import { auditEvents, clientFor, eventually, installBase, type TestCluster } from "../../testenv/shared.ts";
+import { Rng } from "../game/rng.ts";
+import { type Played, TEAM_MOVES, type TeamWorld } from "../game/team_moves.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
+/** The team moves' seeds (tests/game/team_moves.ts): between them every move, each several times. */
+export const GAME_SEEDS = [11, 12];
+const MOVES_PER_GAME = 6;
 const SC_API = "/apis/sync.appuio.ch/v1alpha1";
 const PLATFORM = "espejo-system";
 
@@ -60,6 +65,11 @@ async function createSyncConfig(
     },
   });
 }
+
+/** A failure's message with the item, the object's name and its kind taken out: what is left must not tell them apart. */
+const shapeOf = (message: string) =>
+  message.replace(/\.spec\.deleteItems\[\d+\]/g, "ITEM").replace(/(exists|absent)-(secret|cm)/g, "NAME")
+    .replace(/Secret|ConfigMap/g, "KIND").replace(/secrets|configmaps/g, "RESOURCE");
 
 /** Every condition's message of a status, one per line. */
 const messages = (s: SyncConfigStatusView) => (s.conditions ?? []).map((c) => c.message ?? "").join("\n");
@@ -272,6 +282,91 @@ Deno.test(
         assert.doesNotMatch(told, /customer-x/, "the namespace that carries the label is not named");
         assert.equal(await getObject(admin, cmPath("customer-x", "probe")), undefined, "nor written to");
       });
+
+      await t.step(
+        "a seeded game of team moves: contesting deleteItems, fresh selector keys, existence probes",
+        async () => {
+          const world: TeamWorld = {
+            admin,
+            teams: [{ namespace: "team-a", seesVictims: false }, { namespace: "team-c", seesVictims: true }],
+            victimNamespaces: ["team-b-1", "team-b-2", "team-b-3"],
+            victims: ["b-settings", "platform-info"],
+            present: [{ kind: "Secret", name: "exists-secret" }, { kind: "ConfigMap", name: "exists-cm" }],
+            absent: [{ kind: "Secret", name: "absent-secret" }, { kind: "ConfigMap", name: "absent-cm" }],
+          };
+          for (const seed of GAME_SEEDS) {
+            const since = new Date().toISOString();
+            const played: Played[] = [];
+            for (let step = 0; step < MOVES_PER_GAME; step++) {
+              const rng = Rng.derive(seed, step);
+              played.push(await rng.pick(TEAM_MOVES).play(rng, world, seed * 100 + step));
+            }
+            // One victim copy deleted by hand: it must come back whatever the teams asked.
+            const rng = Rng.derive(seed, MOVES_PER_GAME);
+            const [ns, victim] = [rng.pick(world.victimNamespaces), rng.pick(world.victims)];
+            await admin.request({ method: "DELETE", path: cmPath(ns, victim) });
+            const moves = played.map((p, i) => `${i}: ${p.words}`).join("\n");
+            await eventually(
+              async () => {
+                await ctl!.alive();
+                for (const ns of world.victimNamespaces) {
+                  for (const name of world.victims) if (!(await getObject(admin, cmPath(ns, name)))) return false;
+                }
+                return true;
+              },
+              60_000,
+              `seed ${seed}: every victim copy in place after the moves\n${moves}`,
+            );
+            for (const p of played) {
+              const [namespace, name] = p.syncConfig.split("/");
+              const s = await eventually(
+                async () => {
+                  const s = await statusOf(admin, namespace, name);
+                  return (s.conditions ?? []).length ? s : undefined;
+                },
+                60_000,
+                `seed ${seed}: a status for ${p.syncConfig}`,
+              );
+              const told = JSON.stringify({ s, events: await eventsOf(admin, namespace, name) });
+              const seesVictims = world.teams.find((t) => t.namespace === namespace)!.seesVictims;
+              if (!seesVictims) {
+                assert.doesNotMatch(told, /team-b-\d/, `seed ${seed}: ${p.words} was told of team b's namespaces`);
+              }
+              if (!p.probe) continue;
+              const probed = await eventually(
+                async () => {
+                  const s = await statusOf(admin, namespace, name);
+                  return (s.failedItemCount ?? 0) === (p.seen ? p.probe!.length : 0) ? s : undefined;
+                },
+                60_000,
+                `seed ${seed}: ${p.words}: ${p.seen ? "every item failed" : "nothing said"}`,
+              );
+              assert.equal(probed.deletedItemCount ?? 0, 0, `seed ${seed}: ${p.words}`);
+              if (p.seen) {
+                const failures = await eventually(
+                  async () => {
+                    const m = (await eventsOf(admin, namespace, name)).filter((e) => e.type === "Warning");
+                    return m.length >= p.probe!.length ? m.map((e) => e.message) : undefined;
+                  },
+                  30_000,
+                  `seed ${seed}: the probe's failures as Events`,
+                );
+                assert.equal(new Set(failures.map(shapeOf)).size, 1, `seed ${seed}: ${failures.join("\n")}`);
+              }
+            }
+            for (const writer of ["system:serviceaccount:team-a:writer", "system:serviceaccount:team-c:writer"]) {
+              const sent = (await sentAs(c, writer, world.victimNamespaces, since)).map((e) =>
+                `${e.verb} ${e.requestURI}`
+              );
+              assert.deepEqual(sent, [], `seed ${seed}: requests as ${writer} in team b's namespaces\n${moves}`);
+            }
+            for (const { name } of world.present) {
+              const kind = name.endsWith("secret") ? "secrets" : "configmaps";
+              assert.ok(await getObject(admin, `/api/v1/namespaces/team-b-1/${kind}/${name}`), `seed ${seed}: ${name}`);
+            }
+          }
+        },
+      );
 
       await t.step("the holder keeps an object against a team that may delete it", async () => {
         // Team a may now delete ConfigMaps in team-b-2 (and see it), where team b's item holds b-settings.
