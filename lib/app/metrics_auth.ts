@@ -15,12 +15,20 @@
  *   alive than the bound: a flood never pushes a scraper's verdict out.
  * - Reviews go through a budget of their own (lib/app/review_budget.ts): {@link BUDGET}'s reviews a second, checks in
  *   flight and checks waiting; past it a scrape is refused at once with 429 and `Retry-After`, and nothing about its
- *   token is cached (nothing was learned). Tokens allowed within {@link KNOWN_MS} go before unknown ones. The reviews
- *   are sent by a client of their own, never through the sync client's rate limiter.
+ *   token is cached (nothing was learned). The reviews are sent by a client of their own, never through the sync
+ *   client's rate limiter.
  * - Concurrent scrapes with one token share one check; a check whose clients all went away is aborted, and none takes
  *   longer than {@link CHECK_TIMEOUT_MS} (controller-runtime's `TokenAccessReviewTimeout`), waiting included. At most
- *   {@link MAX_WAITING_SCRAPES} scrapes wait for verdicts at once; more are answered 503 at once.
+ *   {@link MAX_WAITING_SCRAPES} scrapes of each lane (below) wait for verdicts at once; more are answered 503 at once.
  * - A token longer than {@link MAX_AUTHORIZATION_BYTES} is refused without a review.
+ *
+ * A scraper gets every scrape, whatever strangers send: a scrape's lane is decided before any bound is applied, and
+ * strangers cannot enter the known lane, so they can fill only their own places. The known lane holds a token allowed
+ * within {@link KNOWN_MS} (a scraper whose cached verdict expired), and a token never seen that the cluster signed for a
+ * user allowed within {@link KNOWN_MS} (the scraper's ServiceAccount token rotated; lib/app/issuer_keys.ts tells it
+ * from a forgery without a review). Its checks go before strangers' in the budget and take the place of the newest
+ * stranger's when the line is full, and its scrapes have waiting places of their own. Every other token is a
+ * stranger's: a flood of them is answered 429 or 503 at once, as before, and costs no more than it did.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
@@ -28,6 +36,7 @@ import { ApiError } from "../kube/errors.ts";
 import { OverBudget, RETRY_AFTER_SECONDS, ReviewBudget, type ReviewBudgetOptions } from "./review_budget.ts";
 import { TtlCache } from "../kube/ttl_cache.ts";
 import { accessReview, type Authentication, type Authorization, tokenReview, type UserInfo } from "./scrape_reviews.ts";
+import { inForce, IssuerKeys, readJwt } from "./issuer_keys.ts";
 import { CHECK_TIMEOUT_MS, Flight, GONE, type Verdict } from "./shared_check.ts";
 
 const log = getLogger(["espejo", "metrics"]);
@@ -39,8 +48,9 @@ export const ALLOWED_MS = 5 * 60_000;
 export const DENIED_MS = 30_000;
 /** Entries per cache. Reviews make entries at most {@link BUDGET}.qps a second: 300 a minute, well below. */
 export const MAX_CACHED = 1024;
-/** A token allowed within this long goes before unknown tokens when its verdict must be renewed. */
+/** A token allowed within this long, or a new token the cluster signed for a user allowed within it, is known. */
 export const KNOWN_MS = 15 * 60_000;
+/** Known tokens and known users remembered, each (a scraper has one or two tokens alive). */
 const MAX_KNOWN = 256;
 /** Longer Authorization headers are refused unreviewed (a ServiceAccount token is 1-2 KB; 4 KB is fine). */
 export const MAX_AUTHORIZATION_BYTES = 8192;
@@ -50,10 +60,13 @@ export const MAX_AUTHORIZATION_BYTES = 8192;
  */
 export const BUDGET: Omit<ReviewBudgetOptions, "now"> = { qps: 5, burst: 10, maxInFlight: 4, maxWaiting: 8 };
 /**
- * Scrapes waiting for a verdict at once. Checks of distinct tokens are bounded by the budget; this bounds scrapes that
- * share a check (one token sent again and again while its review is under way), each holding a connection.
+ * Scrapes waiting for a verdict at once, in each lane: strangers' scrapes fill only their own places. Checks of
+ * distinct tokens are bounded by the budget; this bounds scrapes that share a check (one token sent again and again
+ * while its review is under way), and scrapes between their arrival and the budget's answer, each holding a connection.
  */
 export const MAX_WAITING_SCRAPES = 64;
+/** Whose token a scrape carries, as far as can be told before its review: its place in every line depends on it. */
+type Lane = "known" | "stranger";
 /** Refusals are logged at most this often. */
 const LOG_EVERY_MS = 60_000;
 
@@ -74,11 +87,14 @@ export class MetricsAuth {
   readonly #authorizations: TtlCache<Authorization>;
   /** Digests of tokens allowed lately: they go first when their verdict must be renewed. */
   readonly #known: TtlCache<true>;
+  /** Users allowed lately: a new token the cluster signed for one of them goes first too. */
+  readonly #knownUsers: TtlCache<true>;
+  readonly #issuer: IssuerKeys;
   readonly #flights = new Map<string, Flight>();
   readonly #budget: ReviewBudget;
   readonly #key: Promise<CryptoKey>;
   readonly #now: () => number;
-  #waitingScrapes = 0;
+  readonly #waitingScrapes: Record<Lane, number> = { known: 0, stranger: 0 };
   #refusedSinceLog = 0;
   #lastLog = -Infinity;
 
@@ -88,6 +104,8 @@ export class MetricsAuth {
     this.#authentications = new TtlCache(MAX_CACHED, this.#now);
     this.#authorizations = new TtlCache(MAX_CACHED, this.#now);
     this.#known = new TtlCache(MAX_KNOWN, this.#now);
+    this.#knownUsers = new TtlCache(MAX_KNOWN, this.#now);
+    this.#issuer = new IssuerKeys(client, opts.monotonic);
     this.#budget = new ReviewBudget({ ...(opts.budget ?? BUDGET), now: opts.monotonic });
     this.#key = crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, false, ["sign"]) as Promise<CryptoKey>;
   }
@@ -97,9 +115,10 @@ export class MetricsAuth {
     return this.#budget.refused;
   }
 
-  /** Now: checks holding a slot of the budget, checks waiting for one, scrapes waiting for a verdict. */
+  /** Now: checks holding a slot of the budget, checks waiting for one, scrapes waiting for a verdict (both lanes). */
   get pending(): { inFlight: number; waiting: number; scrapes: number } {
-    return { inFlight: this.#budget.inFlight, waiting: this.#budget.waiting, scrapes: this.#waitingScrapes };
+    const scrapes = this.#waitingScrapes.known + this.#waitingScrapes.stranger;
+    return { inFlight: this.#budget.inFlight, waiting: this.#budget.waiting, scrapes };
   }
 
   /**
@@ -117,10 +136,24 @@ export class MetricsAuth {
     const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1];
     if (!token) return { ok: false, status: 401, reason: "Unauthorized: a bearer token is needed" };
     const digest = await this.#digest(token);
-    const verdict = this.#fromCaches(digest, path) ?? await this.#flight(token, digest, path, signal);
-    if (verdict.ok) this.#known.set(digest, true, KNOWN_MS);
-    else if (verdict.status === 429) this.#noteRefusal();
+    const verdict = this.#fromCaches(digest, path) ??
+      await this.#flight(token, digest, path, await this.#laneOf(token, digest), signal);
+    if (verdict.ok) {
+      this.#known.set(digest, true, KNOWN_MS);
+      this.#knownUsers.set(verdict.user, true, KNOWN_MS);
+    } else if (verdict.status === 429) this.#noteRefusal();
     return verdict;
+  }
+
+  /**
+   * "known" for a token allowed lately, or a JWT in force that the cluster signed for a user allowed lately; else
+   * "stranger". A stranger's token costs a parse here, and a signature check only when it names a known user.
+   */
+  async #laneOf(token: string, digest: string): Promise<Lane> {
+    if (this.#known.get(digest)) return "known";
+    const jwt = readJwt(token);
+    if (!jwt || !this.#knownUsers.get(jwt.sub) || !inForce(jwt, this.#now() / 1000)) return "stranger";
+    return await this.#issuer.signed(jwt) ? "known" : "stranger";
   }
 
   /** The verdict the caches hold, if they hold one. */
@@ -133,25 +166,24 @@ export class MetricsAuth {
   }
 
   /**
-   * Joins the check under way for this token and path, or starts one; at most {@link MAX_WAITING_SCRAPES} scrapes
-   * wait at once (a scrape answered from the caches never waits).
+   * Joins the check under way for this token and path, or starts one; at most {@link MAX_WAITING_SCRAPES} scrapes of
+   * `lane` wait at once (a scrape answered from the caches never waits).
    */
-  async #flight(token: string, digest: string, path: string, signal: AbortSignal): Promise<Verdict> {
-    if (this.#waitingScrapes >= MAX_WAITING_SCRAPES) return TOO_MANY_WAITING;
-    this.#waitingScrapes++;
+  async #flight(token: string, digest: string, path: string, lane: Lane, signal: AbortSignal): Promise<Verdict> {
+    if (this.#waitingScrapes[lane] >= MAX_WAITING_SCRAPES) return TOO_MANY_WAITING;
+    this.#waitingScrapes[lane]++;
     try {
-      return await this.#join(token, digest, path, signal);
+      return await this.#join(token, digest, path, lane === "known", signal);
     } finally {
-      this.#waitingScrapes--;
+      this.#waitingScrapes[lane]--;
     }
   }
 
-  #join(token: string, digest: string, path: string, signal: AbortSignal): Promise<Verdict> {
+  #join(token: string, digest: string, path: string, known: boolean, signal: AbortSignal): Promise<Verdict> {
     const key = `${digest} ${path}`;
     let flight = this.#flights.get(key);
     if (!flight) {
       if (signal.aborted) return Promise.resolve(GONE);
-      const known = this.#known.get(digest) !== undefined;
       const started = new Flight((s) => this.#review(token, digest, path, known, s));
       this.#flights.set(key, started);
       started.result.finally(() => this.#flights.delete(key));

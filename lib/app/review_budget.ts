@@ -10,9 +10,11 @@
  * of the budget's own bucket ({@link ReviewBudgetOptions.qps}, {@link ReviewBudgetOptions.burst}). A waiter whose
  * client went away (its signal aborts) leaves the line and its slot at once.
  *
- * Two lines: tokens that were allowed before (a scraper whose cached verdict expired) go before unknown ones, and
- * when the line is full a known token takes the place of the newest unknown one, which is refused. A flood of
- * unknown tokens thus delays a known scraper by at most the slots in flight, never refuses it.
+ * Two lines: known tokens (lib/app/metrics_auth.ts says which: a scraper whose cached verdict expired, or its new
+ * token) go before unknown ones, and when the line is full a known token takes the place of the newest unknown one,
+ * which is refused. Holding a slot, a known check's reviews take the bucket's tokens before those of unknown checks
+ * that hold the others. A flood of unknown tokens thus delays a known scraper by at most one slot's freeing and a few
+ * tokens of the bucket, never refuses it.
  */
 import { TokenBucket } from "../kube/rate_limiter.ts";
 
@@ -66,9 +68,9 @@ export class ReviewBudget {
   }
 
   /**
-   * Runs `fn` holding a slot; `fn` calls `pace` before each review it sends (a token of the bucket). Rejects with
-   * {@link OverBudget} when the line is full (or a known token took this one's place), and with the signal's reason
-   * when it aborts while waiting or pacing.
+   * Runs `fn` holding a slot; `fn` calls `pace` before each review it sends (a token of the bucket, a known check's
+   * before the others'). Rejects with {@link OverBudget} when the line is full (or a known token took this one's
+   * place), and with the signal's reason when it aborts while waiting or pacing.
    */
   async run<T>(
     known: boolean,
@@ -78,7 +80,7 @@ export class ReviewBudget {
     signal.throwIfAborted();
     await this.#slot(known, signal);
     try {
-      return await fn(() => this.#bucket.take(signal));
+      return await fn(() => this.#bucket.take(signal, known));
     } finally {
       this.#release();
     }

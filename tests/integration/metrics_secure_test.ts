@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import https from "node:https";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
 import { repoRoot } from "../../testenv/build.ts";
 import { makeCerts } from "../../testenv/certs.ts";
 import { createServiceAccount, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
@@ -16,9 +15,8 @@ import { Cgroup } from "../../testenv/cgroup.ts";
 import { imageEnvironment } from "../../testenv/image_env.ts";
 import { shippedArgv, spawnLogged } from "../../testenv/process.ts";
 import { auditNow, createNamespace, createSyncConfig, getObject, requestsBy } from "../../testenv/harness.ts";
-import { isAlreadyExists } from "../../lib/kube/errors.ts";
 import { espejoIdentity } from "../../testenv/espejo_rbac.ts";
-import type { HttpKubeClient } from "../../lib/kube/client.ts";
+import { installMetricsRoles, randomToken, rawScrape } from "../../testenv/metrics_scrapes.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -39,19 +37,6 @@ function scrape(port: number, token?: string, ca?: string): Promise<{ status: nu
     req.on("error", reject);
     req.end();
   });
-}
-
-/** deploy/'s two ClusterRoles: the reviews espejo makes, and the right a scraper needs. */
-async function installMetricsRoles(admin: HttpKubeClient): Promise<void> {
-  const roles = parseAllDocuments(await Deno.readTextFile(join(repoRoot, "deploy/rbac/metrics_auth_role.yaml")))
-    .map((d) => d.toJSON()).filter((o) => o?.kind === "ClusterRole");
-  assert.deepEqual(roles.map((r) => r.metadata.name), ["espejo-metrics-auth", "espejo-metrics-reader"]);
-  for (const role of roles) {
-    await admin.request({ method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/clusterroles", body: role })
-      .catch((e) => {
-        if (!isAlreadyExists(e)) throw e;
-      });
-  }
 }
 
 Deno.test("--metrics-secure serves /metrics over HTTPS only to a token allowed to get /metrics", opts, async () => {
@@ -127,48 +112,6 @@ Deno.test("--metrics-secure serves /metrics over HTTPS only to a token allowed t
 });
 
 const MiB = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
-
-/**
- * One GET /metrics on a TLS connection of its own, as a flood sends it: the status, or "timeout" when there was no
- * reply within `giveUpMs` (the connection is then closed), or "error".
- */
-async function rawScrape(
-  port: number,
-  ca: string,
-  token: string,
-  giveUpMs: number,
-): Promise<{ status: number | "timeout" | "error"; retryAfter?: number }> {
-  let conn: Deno.TlsConn | undefined;
-  const timer = setTimeout(() => conn?.close(), giveUpMs);
-  let timedOut = false;
-  const deadline = setTimeout(() => timedOut = true, giveUpMs);
-  try {
-    conn = await Deno.connectTls({ hostname: "127.0.0.1", port, caCerts: [ca] });
-    if (timedOut) return { status: "timeout" };
-    const head =
-      `GET /metrics HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nauthorization: Bearer ${token}\r\n\r\n`;
-    await conn.write(new TextEncoder().encode(head));
-    let text = "";
-    const buf = new Uint8Array(4096);
-    while (!text.includes("\r\n\r\n")) {
-      const n = await conn.read(buf);
-      if (n === null) break;
-      text += new TextDecoder().decode(buf.subarray(0, n));
-    }
-    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
-    if (!status) return { status: timedOut ? "timeout" : "error" };
-    const retryAfter = /^retry-after: (\d+)/mi.exec(text)?.[1];
-    return { status, retryAfter: retryAfter ? Number(retryAfter) : undefined };
-  } catch {
-    return { status: timedOut ? "timeout" : "error" };
-  } finally {
-    clearTimeout(timer);
-    clearTimeout(deadline);
-    try {
-      conn?.close();
-    } catch { /* closed by the timer */ }
-  }
-}
 
 const FLOOD_PER_SECOND = 150;
 /** Longer than the 1-minute authentication cache: the scraper's verdict is renewed during the flood. */
@@ -252,10 +195,8 @@ Deno.test(
         while (performance.now() - started < FLOOD_SECONDS * 1000) {
           const due = Math.floor(((performance.now() - started) / 1000) * FLOOD_PER_SECOND);
           for (; sent < due; sent++) {
-            const bytes = crypto.getRandomValues(new Uint8Array(3072));
-            const token = btoa(String.fromCharCode(...bytes)); // 4096 characters
             all.push(
-              rawScrape(port, ca, token, 1000).then((r) => {
+              rawScrape(port, ca, randomToken(), 1000).then((r) => {
                 statuses.set(String(r.status), (statuses.get(String(r.status)) ?? 0) + 1);
               }),
             );

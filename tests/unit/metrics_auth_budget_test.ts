@@ -150,3 +150,22 @@ Deno.test(
     assert.equal(budget.waiting, 0);
   }),
 );
+
+Deno.test(
+  "ReviewBudget: a known check's reviews take the bucket's tokens before those of unknown checks holding slots",
+  withClock(async (clock) => {
+    const budget = new ReviewBudget({ qps: 1, burst: 1, maxInFlight: 3, maxWaiting: 0 });
+    const order: string[] = [];
+    const review = (name: string, known: boolean) =>
+      budget.run(known, new AbortController().signal, async (pace) => {
+        await pace();
+        order.push(name);
+      });
+    const all = [review("unknown 1", false), review("unknown 2", false)];
+    await clock.tickAsync(0);
+    all.push(review("known", true));
+    await clock.tickAsync(2000);
+    await Promise.all(all);
+    assert.deepEqual(order, ["unknown 1", "known", "unknown 2"]);
+  }),
+);

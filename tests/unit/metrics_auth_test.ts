@@ -14,67 +14,10 @@ import {
   MetricsAuth,
   type Verdict,
 } from "../../lib/app/metrics_auth.ts";
-import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
 import { ApiError } from "../../lib/kube/errors.ts";
 import { TtlCache } from "../../lib/kube/ttl_cache.ts";
-import { type Clock, withClock } from "./fake_clock.ts";
-
-/**
- * An API server that knows the tokens in `users` and allows the users in `allowed`; `hold` makes reviews wait until
- * released (or aborted); `fail` makes them fail.
- */
-class FakeReviews implements KubeClient {
-  readonly sent: { kind: string; token?: string; user?: string; signal?: AbortSignal }[] = [];
-  readonly held: { release: () => void; signal?: AbortSignal }[] = [];
-  hold = false;
-  fail?: ApiError;
-
-  constructor(readonly users: Record<string, string>, readonly allowed: Set<string>) {}
-
-  reviews(kind: "TokenReview" | "SubjectAccessReview"): number {
-    return this.sent.filter((r) => r.kind === kind).length;
-  }
-
-  async request<T>(req: KubeRequest): Promise<T> {
-    const body = req.body as { kind: string; spec: { token?: string; user?: string } };
-    this.sent.push({ kind: body.kind, token: body.spec.token, user: body.spec.user, signal: req.signal });
-    if (this.hold) {
-      await new Promise<void>((resolve, reject) => {
-        this.held.push({ release: resolve, signal: req.signal });
-        req.signal?.addEventListener("abort", () => reject(req.signal!.reason), { once: true });
-      });
-    }
-    if (this.fail) throw this.fail;
-    if (body.kind === "TokenReview") {
-      const username = this.users[body.spec.token!];
-      return { status: username ? { authenticated: true, user: { username, groups: ["g"] } } : {} } as T;
-    }
-    const allowed = this.allowed.has(body.spec.user!);
-    return { status: { allowed, ...(allowed ? {} : { reason: "no RBAC rule" }) } } as T;
-  }
-
-  listPage(): never {
-    throw new Error("not used");
-  }
-
-  watch(): never {
-    throw new Error("not used");
-  }
-}
-
-const bearer = (token: string) => `Bearer ${token}`;
-const scraper = () => new FakeReviews({ good: "scraper", other: "nobody" }, new Set(["scraper"]));
-/**
- * Waits until `cond` holds. A token's digest is computed off the main thread, so a check reaches the fake API server
- * after some turns of the event loop, not a fixed number of microtasks; with fake timers, `clock` lets those turns run.
- */
-async function until(cond: () => boolean, what: string, clock?: Clock): Promise<void> {
-  for (let i = 0; i < 5000; i++) {
-    if (cond()) return;
-    await (clock ? clock.tickAsync(100) : new Promise((r) => setTimeout(r, 1)));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+import { withClock } from "./fake_clock.ts";
+import { bearer, scraper, until } from "./fake_reviews.ts";
 
 Deno.test(
   "MetricsAuth caches as controller-runtime: authentication 1 min, allowed 5 min, denied 30 s",
