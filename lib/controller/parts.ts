@@ -196,6 +196,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     ledger,
     statusWriter,
     syncEvents,
+    events,
     configs,
     queue,
     executor,
