@@ -18,6 +18,9 @@
  * namespace would judge the SyncConfigs of the other tests of a run (and write their status). Delegated mode is the
  * same: a namespace outside --trusted-namespaces, a SyncConfig that names its ServiceAccount.
  *
+ * The figures are printed, with V8's heap in use and in total from /metrics: the garbage of the edits stays "in use"
+ * until a collection, which the controller makes once quiet (lib/controller/memory_return.ts).
+ *
  * ESPEJO_TEAM_MEMORY_EDITS changes the number of edits (a shorter run while working on it).
  */
 import assert from "node:assert/strict";
@@ -139,12 +142,21 @@ Deno.test(
           },
         },
       });
-      const [healthPort] = await freePorts(1);
+      const [healthPort, metricsPort] = await freePorts(2);
       ctl = new ControllerProcess(cgroup, kubeconfig, healthPort, join(dir, "controller.log"), team.namespace, [
         "--trusted-namespaces=espejo-system",
         "--reconcile-interval=10m", // no interval pass re-reads the trimmed namespaces: the edits alone do
         "-v", // the debug line of each return of memory (lib/controller/memory_return.ts)
+        `--metrics-addr=127.0.0.1:${metricsPort}`,
       ]);
+      const heapOf = async () => {
+        const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+        const v = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN) / 2 ** 20;
+        return `heap ${v("nodejs_heap_size_used_bytes").toFixed(1)}/${
+          v("nodejs_heap_size_total_bytes").toFixed(1)
+        } MiB, ` +
+          `external ${v("nodejs_external_memory_bytes").toFixed(1)} MiB`;
+      };
       await ctl.start();
       sampler.start(ctl.child!.pid);
       const synced = async () => {
@@ -159,6 +171,7 @@ Deno.test(
       await eventually(async () => (await ctl!.alive(), await returns(ctl!)) > 0, 120_000, "a first return of memory");
       const anonKiB = async () => (await statusKiB(ctl!.child!.pid))("RssAnon");
       const before = await anonKiB();
+      console.log(`team memory: before: ${MiB(before)} anonymous, ${await heapOf()}`);
       const startedPeak = sampler.peakAnonKiB;
 
       // The edits, as the team's author: the selector replaced whole each time.
@@ -192,6 +205,7 @@ Deno.test(
       await eventually(async () => (await ctl!.alive(), await returns(ctl!)) > returnsAfterEdits, 150_000, "a return")
         .catch(() => {}); // the figure below is reported either way
       const afterEdits = await anonKiB();
+      console.log(`team memory: after the edits: ${MiB(afterEdits)} anonymous, ${await heapOf()}`);
       const editsPeak = sampler.peakAnonKiB;
 
       // Deletion, by the author; once it is gone (espejo released it), memory settles back.
@@ -220,6 +234,7 @@ Deno.test(
         180_000,
         "anonymous memory back within 5 MiB of before",
       ).catch(() => {}); // asserted below with the figures
+      console.log(`team memory: after the deletion: ${MiB(afterDeletion)} anonymous, ${await heapOf()}`);
       const kills = await cgroup.oomKills();
       const figures = `anonymous ${MiB(before)} before the edits (peak ${MiB(startedPeak)} at the start), ` +
         `${MiB(afterEdits)} after ${EDITS} edits in ${(editMs / 1000).toFixed(0)} s (peak ${MiB(editsPeak)}), ` +
