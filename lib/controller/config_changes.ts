@@ -58,7 +58,8 @@ export class ConfigChanges {
   async process(key: string): Promise<WorkFacts> {
     this.changed(key);
     // A label key this SyncConfig reads may be missing from namespaces with huge labels: read those again first,
-    // once for the keys of every SyncConfig there is (after a restart each would bring its own round).
+    // once for the keys of every SyncConfig there is (after a restart each would bring its own round); within a
+    // sweep's gap they are read at its end and queued then (trimmed_labels.ts).
     this.catchUp();
     await this.d.trimmedLabels.refresh();
     await this.enqueueSelected(key);

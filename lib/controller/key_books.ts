@@ -4,6 +4,7 @@
  * namespace or a SyncConfig that goes is then one call that every book hears, as client-go's `Forget` and an
  * informer's `Store.Delete` are. A book that is not registered leaks, which tests/unit/key_books_test.ts guards.
  */
+import type { EventRecorder } from "../kube/events.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { DelegatedView } from "../sync/delegated_view.ts";
@@ -59,6 +60,8 @@ export interface ControllerBooks {
   ledger: Pick<StatusLedger, "forgetNamespace" | "drop">;
   statusWriter: Pick<StatusWriter, "heard" | "forgetConfig">;
   syncEvents: Pick<SyncEvents, "forget">;
+  /** The Events remembered for aggregation, and the spam filter's tokens, per SyncConfig. */
+  events: Pick<EventRecorder, "forget">;
   /** ConfigChanges, by shape: it holds the book, and names this file (no import back). */
   configs: { forgetConfig(cfgKey: string): void };
   /** The work queue's failures in a row, of every kind of work. */
@@ -84,6 +87,7 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
     config: (k) => b.statusWriter.forgetConfig(k),
   });
   books.register("sync events", { config: (k) => b.syncEvents.forget(k) });
+  books.register("held Events", { config: (k) => b.events.forget(k) });
   books.register("templated deleteItems warnings", { config: (k) => b.configs.forgetConfig(k) });
   books.register("work retries", {
     namespace: (ns) => b.queue.forget(workKey({ kind: "namespace", name: ns })),

@@ -163,7 +163,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     pruner,
   });
   const finalizer = new PruneFinalizer({ client, syncConfigs, step: pruning, pruner, enqueue });
-  const trimmedLabels = new TrimmedLabels(client, namespaces, registry, base.namespaceChanged);
+  const trimmedLabels = new TrimmedLabels(client, namespaces, registry, base.namespaceChanged, { signal: base.signal });
   const configs = new ConfigChanges({
     ...shared,
     books,
@@ -209,6 +209,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     ledger,
     statusWriter,
     syncEvents,
+    events,
     configs,
     queue,
     executor,

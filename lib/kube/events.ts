@@ -5,6 +5,8 @@
  * once, then one every 5 minutes): a permanently failing item costs a handful of writes an hour, not one per pass.
  * Where client-go drops a repeat the bucket refuses, this recorder keeps its count and writes it when the next token
  * comes, so that `count` and `lastTimestamp` are current within seconds while writes are allowed and never lost.
+ * What it remembers is bounded per involved object ({@link MAX_REMEMBERED_PER_OBJECT}) and goes with it ({@link
+ * EventRecorder.forget}): a SyncConfig's events take no memory after it.
  */
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "./client.ts";
@@ -32,6 +34,12 @@ interface Recorded {
 /** Events of longer messages are cut; the API server rejects messages over 1 KiB in events.k8s.io anyway. */
 const MAX_MESSAGE = 1000;
 const MAX_REMEMBERED = 5000;
+/**
+ * Distinct events remembered per involved object (its oldest goes first): a SyncConfig's messages change with its
+ * counts and, in delegated mode, with what its team writes, so that one object cannot take the whole
+ * {@link MAX_REMEMBERED} (about 2 KiB each) for itself.
+ */
+export const MAX_REMEMBERED_PER_OBJECT = 64;
 
 /** client-go's spam filter (`EventSourceObjectSpamFilter`): burst 25, then one token every 5 minutes. */
 export const SPAM_BURST = 25;
@@ -54,8 +62,10 @@ const realClock: EventClock = {
 
 export class EventRecorder {
   readonly #seen = new Map<string, Recorded>();
-  /** Tokens per involved object (uid) and when the last was added. */
-  readonly #buckets = new Map<string, { tokens: number; refilledAt: number }>();
+  /** By involved object (`namespace/name`): its keys in {@link #seen}, the oldest first. */
+  readonly #byObject = new Map<string, Set<string>>();
+  /** Tokens per involved object (uid) and when the last was added; `object` is its `namespace/name`. */
+  readonly #buckets = new Map<string, { tokens: number; refilledAt: number; object: string }>();
   /** Namespaces where writing Events was refused (403), said once each. */
   readonly #refusedIn = new Set<string>();
 
@@ -82,7 +92,7 @@ export class EventRecorder {
       return;
     }
     // A new event that the bucket refuses is dropped, as client-go drops it: there is nothing to add a count to.
-    if (!this.#take(target.uid)) return;
+    if (!this.#take(target)) return;
     const eventName = `${target.name}.${nowMs.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
     const at = isoSeconds(nowMs);
     try {
@@ -103,6 +113,10 @@ export class EventRecorder {
       }, { urgent: true });
       if (this.#seen.size >= MAX_REMEMBERED) this.#forget(this.#seen.keys().next().value!);
       this.#seen.set(key, { target, eventName, count: 1, writtenCount: 1, lastTimestamp: at });
+      const object = objectOf(target);
+      const keys = this.#byObject.get(object) ?? new Set<string>();
+      this.#byObject.set(object, keys.add(key));
+      if (keys.size > MAX_REMEMBERED_PER_OBJECT) this.#forget(keys.values().next().value!);
     } catch (e) {
       this.#failed(key, reason, target, e);
     }
@@ -113,10 +127,24 @@ export class EventRecorder {
     return this.#seen.size;
   }
 
+  /** How many involved objects have a token bucket (for tests). */
+  get buckets(): number {
+    return this.#buckets.size;
+  }
+
+  /**
+   * The involved object `namespace/name` went: its events are not remembered (a repeat is created anew) and its
+   * token buckets go. A deleted SyncConfig's uid never comes back.
+   */
+  forget(object: string): void {
+    for (const key of [...this.#byObject.get(object) ?? []]) this.#forget(key);
+    for (const [uid, b] of this.#buckets) if (b.object === object) this.#buckets.delete(uid);
+  }
+
   /** Writes the count of a repeat now if a token allows, else when the next token comes (one timer per event). */
   async #writeRepeat(key: string, seen: Recorded): Promise<void> {
     if (seen.timer !== undefined) return; // already waiting for a token: that write takes this count too
-    if (!this.#take(seen.target.uid)) {
+    if (!this.#take(seen.target)) {
       seen.timer = this.clock.later(() => {
         seen.timer = undefined;
         if (this.#seen.get(key) === seen && seen.count > seen.writtenCount) void this.#writeRepeat(key, seen);
@@ -137,9 +165,10 @@ export class EventRecorder {
     }
   }
 
-  #take(uid: string): boolean {
+  #take(target: EventTarget): boolean {
+    const { uid } = target;
     const now = this.clock.now();
-    const b = this.#buckets.get(uid) ?? { tokens: SPAM_BURST, refilledAt: now };
+    const b = this.#buckets.get(uid) ?? { tokens: SPAM_BURST, refilledAt: now, object: objectOf(target) };
     const earned = Math.floor((now - b.refilledAt) / SPAM_REFILL_MS);
     if (earned > 0) {
       b.tokens = Math.min(SPAM_BURST, b.tokens + earned);
@@ -183,10 +212,18 @@ export class EventRecorder {
   }
 
   #forget(key: string): void {
-    clearTimeout(this.#seen.get(key)?.timer);
+    const seen = this.#seen.get(key);
+    if (!seen) return;
+    clearTimeout(seen.timer);
     this.#seen.delete(key);
+    const object = objectOf(seen.target);
+    const keys = this.#byObject.get(object);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#byObject.delete(object);
   }
 }
+
+const objectOf = (target: EventTarget) => `${target.namespace}/${target.name}`;
 
 const isoSeconds = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
 

@@ -16,7 +16,7 @@ import { SERVICE_ACCOUNT_ANNOTATION } from "./identity.ts";
 import { renderTemplate } from "./template.ts";
 import { SelectionIndex } from "./selection_index.ts";
 import type { NamespaceFacts } from "./selector.ts";
-import { LabelKeys } from "./label_keys.ts";
+import { LabelKeys, selectorKeys } from "./label_keys.ts";
 
 export interface Compiled {
   generation: number;
@@ -28,7 +28,7 @@ export interface Compiled {
 
 export class Registry<N extends NamespaceFacts & { name: string; phase: string }> {
   constructor(
-    /** The label keys the SyncConfigs compiled so far read: what a namespace with huge labels keeps. */
+    /** The label keys the valid compiled SyncConfigs read: what a namespace with huge labels keeps. */
     readonly labelKeys: LabelKeys = new LabelKeys(),
     readonly options: CompileOptions = {},
   ) {}
@@ -76,7 +76,7 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
       serviceAccount: serviceAccountOf(sc),
       result: compileSafely(sc, key, this.options),
     };
-    if (entry.result.ok) this.labelKeys.addFrom(sc);
+    this.labelKeys.read(key, entry.result.ok ? selectorKeys(sc) : []);
     this.#compiled.set(key, entry);
     this.#changed();
     return { entry, changed: true };
@@ -85,6 +85,7 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
   /** The SyncConfig went; false if it was not known. */
   delete(key: string): boolean {
     if (!this.#compiled.delete(key)) return false;
+    this.labelKeys.drop(key);
     this.#changed();
     return true;
   }
@@ -100,10 +101,10 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
 
   /**
    * Whether `ns` has every label a SyncConfig reads: false for a namespace whose labels were trimmed
-   * (namespace_info.ts) before a SyncConfig that reads another key was compiled.
+   * (namespace_info.ts) before a SyncConfig that reads another key was compiled (label_keys.ts).
    */
   labelsKnown(ns: NamespaceFacts): boolean {
-    return ns.labelsFor === undefined || ns.labelsFor === this.labelKeys.version;
+    return this.labelKeys.covers(ns.labelsFor);
   }
 
   /** The valid compiled SyncConfigs that select `ns`. */

@@ -10,10 +10,13 @@
  * patterns of one selector within {@link MAX_SELECTOR_PROGRAM_SIZE} together, and each list within
  * {@link MAX_PATTERNS} patterns. These limits are tighter than Go's (which refuses programs only above 3.3 million
  * instructions), but every pattern that makes sense for a namespace name (at most 63 characters) is far below them.
+ * A label selector is bounded too, in keys and characters (lib/model/selector_size.ts): its keys are held while its
+ * SyncConfig is, and in delegated mode a team writes them.
  */
 import { RE2JS } from "re2js";
 import { isObject } from "../kube/objects.ts";
 import { estimateProgramSize } from "./regexp_size.ts";
+import { selectorSizeProblem } from "./selector_size.ts";
 
 export interface LabelSelectorRequirement {
   key: string;
@@ -98,7 +101,10 @@ function labelValueProblem(value: string): string | undefined {
 /** Whether untrusted JSON is not an object (without narrowing the declared type, which it is meant to check). */
 const notObject = (v: unknown): boolean => !isObject(v);
 
-/** Compiles a metav1.LabelSelector; throws {@link SelectorError} naming the offending field. */
+/**
+ * Compiles a metav1.LabelSelector; throws {@link SelectorError} naming the offending field, or the selector when it
+ * is larger than selector_size.ts allows (in keys or characters).
+ */
 export function compileLabelSelector(sel: LabelSelector, field: string): LabelPredicate {
   const checks: LabelPredicate[] = [];
   if (notObject(sel)) throw new SelectorError(field, "must be an object");
@@ -108,6 +114,8 @@ export function compileLabelSelector(sel: LabelSelector, field: string): LabelPr
   if (sel.matchExpressions != null && !Array.isArray(sel.matchExpressions)) {
     throw new SelectorError(`${field}.matchExpressions`, "must be a list");
   }
+  const size = selectorSizeProblem(sel);
+  if (size) throw new SelectorError(field, size);
   for (const [key, value] of Object.entries(sel.matchLabels ?? {})) {
     const problem = labelKeyProblem(key) ?? (typeof value === "string" ? labelValueProblem(value) : "must be a string");
     if (problem) throw new SelectorError(`${field}.matchLabels[${JSON.stringify(key)}]`, problem);

@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { configure, type LogRecord, reset } from "@logtape/logtape";
 import { ApiError } from "../../lib/kube/errors.ts";
 import type { KubeClient, KubeRequest } from "../../lib/kube/client.ts";
-import { type EventClock, EventRecorder, SPAM_BURST, SPAM_REFILL_MS } from "../../lib/kube/events.ts";
+import {
+  type EventClock,
+  EventRecorder,
+  MAX_REMEMBERED_PER_OBJECT,
+  SPAM_BURST,
+  SPAM_REFILL_MS,
+} from "../../lib/kube/events.ts";
 
 /** A client that records every request and answers it at once, and a clock the test moves by hand. */
 function setup() {
@@ -87,4 +93,41 @@ Deno.test("EventRecorder says once per namespace, at warning, that a right to wr
   } finally {
     await reset();
   }
+});
+
+Deno.test("EventRecorder remembers at most MAX_REMEMBERED_PER_OBJECT distinct events of one object, the newest", async () => {
+  const { sent, recorder, advance } = setup();
+  // A new uid each time (a SyncConfig deleted and created again) brings a full bucket: 25 events each.
+  const created = MAX_REMEMBERED_PER_OBJECT + 36;
+  for (let i = 0; i < created; i++) {
+    await recorder.emit(
+      { namespace: "team", name: "own", uid: `u${Math.floor(i / SPAM_BURST)}` },
+      "Warning",
+      "X",
+      `m${i}`,
+    );
+  }
+  await recorder.emit({ namespace: "espejo", name: "other", uid: "o" }, "Warning", "X", "kept");
+  assert.equal(sent.length, created + 1);
+  assert.equal(recorder.size, MAX_REMEMBERED_PER_OBJECT + 1, "its oldest went, the other object's stays");
+  await advance(SPAM_REFILL_MS); // a token for the last uid
+  await recorder.emit({ namespace: "team", name: "own", uid: "u3" }, "Warning", "X", `m${created - 1}`);
+  assert.equal(sent.at(-1)!.method, "PATCH", "the newest is still aggregated");
+});
+
+Deno.test("EventRecorder.forget: an object that went takes its events and buckets with it", async () => {
+  const { sent, recorder, target, timers } = setup();
+  const other = { namespace: "espejo", name: "other", uid: "u2" };
+  for (let i = 0; i < SPAM_BURST + 2; i++) await recorder.emit(target, "Warning", "X", "repeat");
+  assert.equal(timers.length, 1, "a repeat waits for a token");
+  await recorder.emit(other, "Normal", "Y", "kept");
+  assert.equal(recorder.size, 2);
+  assert.equal(recorder.buckets, 2);
+  recorder.forget("espejo/cfg");
+  assert.equal(recorder.size, 1);
+  assert.equal(recorder.buckets, 1);
+  const before = sent.length;
+  await recorder.emit(other, "Normal", "Y", "kept");
+  assert.equal(sent.length, before + 1);
+  assert.equal(sent.at(-1)!.method, "PATCH", "the other object's event is still aggregated");
 });

@@ -37,6 +37,7 @@ function recordingParts() {
       forgetConfig: tell("status writer"),
     },
     syncEvents: { forget: tell("sync events") },
+    events: { forget: tell("held Events") },
     configs: { forgetConfig: tell("templated deleteItems warnings") },
     queue: { forget: tell("work retries") },
     executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
@@ -63,6 +64,7 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
   ]);
   books.configGone("espejo/gone");
   assert.deepEqual(told.sort(), [
+    "held Events espejo/gone",
     "item retries and server adds espejo/gone",
     "ledger espejo/gone",
     "rights espejo/gone",

@@ -31,15 +31,17 @@ function manualClock() {
   return { schedule, advance, pending, now: clockNow };
 }
 
-function setup(heap: { heapTotal: number; heapUsed: number }) {
+/** `live`: what a collection leaves in use (default: all of it, no garbage). */
+function setup(heap: { heapTotal: number; heapUsed: number; live?: number }) {
   const clock = manualClock();
   const calls: unknown[] = [];
   const memory = new MemoryReturn({
     gc: (o) => {
       calls.push(o);
-      heap.heapTotal = heap.heapUsed; // what the collection gives back
+      heap.heapUsed = heap.live ?? heap.heapUsed; // the garbage goes
+      heap.heapTotal = heap.heapUsed; // and the pages it took
     },
-    heap: () => ({ ...heap }),
+    heap: () => ({ heapTotal: heap.heapTotal, heapUsed: heap.heapUsed }),
     schedule: clock.schedule,
     now: clock.now,
   });
@@ -110,4 +112,44 @@ Deno.test("MemoryReturn: the first quiet after the start collects even with few 
   memory.worked(true);
   clock.advance(QUIET_MS);
   assert.equal(calls.length, 1);
+});
+
+Deno.test("MemoryReturn: garbage a burst left in use, in full pages, is collected once quiet", () => {
+  // A team's 1,000 edits of its SyncConfig, then its deletion: 6 MiB more in use, under 2 MiB free.
+  const { memory, clock, calls, heap } = setup({ heapTotal: 9.3 * MiB, heapUsed: 8.6 * MiB });
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 1, "the first quiet after the start");
+  clock.advance(MIN_INTERVAL_MS);
+  Object.assign(heap, { heapTotal: 16.8 * MiB, heapUsed: 15 * MiB, live: 8.6 * MiB });
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 2, "4 MiB more in use than the last collection left: collected");
+  assert.equal(heap.heapTotal, 8.6 * MiB);
+  Object.assign(heap, { heapTotal: 9.6 * MiB, heapUsed: 8.6 * MiB + SLACK_BYTES - 1 });
+  clock.advance(MIN_INTERVAL_MS);
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 2, "less growth than the slack: no collection");
+});
+
+Deno.test("MemoryReturn: a quiet within a minute of the last collection is served at the minute's end, unless work comes", () => {
+  const { memory, clock, calls, heap } = setup({ heapTotal: 40 * MiB, heapUsed: 20 * MiB });
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 1);
+  heap.heapTotal = 40 * MiB; // a burst right after
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 1, "not within the minute");
+  clock.advance(MIN_INTERVAL_MS - 2 * QUIET_MS);
+  assert.equal(calls.length, 1);
+  clock.advance(QUIET_MS);
+  assert.equal(calls.length, 2, "at the minute's end: the burst's pages go back without another burst");
+  heap.heapTotal = 40 * MiB;
+  memory.worked(true);
+  clock.advance(QUIET_MS);
+  memory.taken(); // work came before the minute's end
+  clock.advance(MIN_INTERVAL_MS);
+  assert.equal(calls.length, 2, "work puts it off again");
 });

@@ -37,11 +37,7 @@ const hugeLabels = (extra: Record<string, string>) => ({
 
 const keysOf = (...read: string[]) => {
   const keys = new LabelKeys();
-  keys.addFrom(
-    {
-      spec: { namespaceSelector: { labelSelector: { matchExpressions: read.map((key) => ({ key })) } } },
-    } as SyncConfig,
-  );
+  keys.read("espejo/reader", read);
   return keys;
 };
 
@@ -64,26 +60,6 @@ Deno.test("namespaceInfo: a change of a label no selector reads is no relabel of
   assert.equal(other.relabelledAt, undefined);
   const team = namespaceInfo(ns(hugeLabels({ team: "b", other: "2" })), other, 300, keys);
   assert.equal(team.relabelledAt, 300);
-});
-
-Deno.test("LabelKeys grows its version only when a SyncConfig reads a key it did not hold", () => {
-  const keys = keysOf("team");
-  const v = keys.version;
-  assert.equal(
-    keys.addFrom({ spec: { namespaceSelector: { labelSelector: { matchLabels: { team: "x" } } } } } as SyncConfig),
-    false,
-  );
-  assert.equal(keys.version, v);
-  assert.equal(
-    keys.addFrom({ spec: { namespaceSelector: { matchNames: ["a"] } } } as SyncConfig),
-    false,
-    "names read no label",
-  );
-  assert.equal(
-    keys.addFrom({ spec: { namespaceSelector: { labelSelector: { matchLabels: { tier: "x" } } } } } as SyncConfig),
-    true,
-  );
-  assert.equal(keys.version, v + 1);
 });
 
 Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another key came is selected by none", () => {

@@ -526,6 +526,24 @@ Deno.test("compileNamespaceSelector refuses a list of more than MAX_PATTERNS pat
   }
 });
 
+Deno.test("compileNamespaceSelector refuses a label selector of more keys than selector_size.ts allows, naming it", () => {
+  const keys = Array.from({ length: 65 }, (_, i) => ({ key: `k${i}`, operator: "Exists" }));
+  assertSelectorError(
+    () => compileNamespaceSelector({ labelSelector: { matchExpressions: keys } }),
+    LS,
+    "reads 65 distinct label keys, more than the 64 allowed",
+  );
+});
+
+Deno.test("compileLabelSelector checks the bounds before the keys: an oversized selector of invalid keys names the bound", () => {
+  const keys = Array.from({ length: 100 }, (_, i) => ({ key: `not valid ${i}`, operator: "Exists" }));
+  assertSelectorError(
+    () => compileLabelSelector({ matchExpressions: keys }, LS),
+    LS,
+    "reads 100 distinct label keys, more than the 64 allowed",
+  );
+});
+
 Deno.test("compileNamespaceSelector refuses matchNames that is not a list", () => {
   assertSelectorError(
     () => compileNamespaceSelector({ matchNames: "team-.*" as unknown as string[] }),

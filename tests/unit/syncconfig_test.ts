@@ -100,6 +100,18 @@ const INVALID: [name: string, spec: Spec | undefined, field: string][] = [
     { namespaceSelector: { labelSelector: { matchLabels: { a: "b c" } } }, syncItems: [CM] },
     '.spec.namespaceSelector.labelSelector.matchLabels["a"]',
   ],
+  [
+    "a label selector of 2,000 keys",
+    {
+      namespaceSelector: {
+        labelSelector: {
+          matchExpressions: Array.from({ length: 2000 }, (_, i) => ({ key: `k${i}`, operator: "DoesNotExist" })),
+        },
+      },
+      syncItems: [CM],
+    },
+    ".spec.namespaceSelector.labelSelector",
+  ],
   ["no items at all", { namespaceSelector: { matchNames: [".*"] } }, ".spec.syncItems and .spec.deleteItems"],
   [
     "empty item lists",
