@@ -163,7 +163,7 @@ export class ConfigChanges {
       for (const ns of [...this.d.namespaces.values()]) {
         if (++n % 256 === 0) await new Promise((resolve) => setImmediate(resolve));
         if (registry.get(key) !== entry) return; // recompiled meanwhile: that run enqueues
-        if (!registry.labelsKnown(ns)) continue; // its selection is not known: queued once read again
+        if (!registry.labelsKnownFor(ns, key)) continue; // its selection is not known: queued once read again
         if (ns.phase === "Active" && config.selector.selects(ns)) {
           status.heard({ kind: "queued", cfgKeys: [key], namespace: ns.name });
           this.d.enqueue({ kind: "namespace", name: ns.name }, "syncconfig");

@@ -59,16 +59,16 @@ export class NamespaceUnit {
     // now, for the writes and for the prunes. Labels that change meanwhile queue the namespace again (its watch).
     const ns = this.d.namespaces.get(name);
     const registry = this.d.configs.catchUp();
-    // Labels trimmed before a SyncConfig that reads another key came: which SyncConfigs select it is not known
-    // until it is read again (trimmed_labels.ts), which queues it. Nothing is written, pruned or uncounted here.
-    if (ns && !registry.labelsKnown(ns)) {
-      void this.d.trimmedLabels.readSoon(name); // queues the namespace again once read; logs a failure
-      return { ...NO_STEP, configs: [], unselected: [], failed: false };
-    }
+    // Labels trimmed before a SyncConfig that reads another key came: whether that one selects the namespace is not
+    // known until it is read again (trimmed_labels.ts), which queues it. Nothing is written, pruned or uncounted here
+    // for it; the SyncConfigs whose keys the namespace kept go on (a team's fresh keys do not hold the platform off).
+    const unknown = ns ? registry.unknownFor(ns) : [];
+    if (unknown.length) void this.d.trimmedLabels.readSoon(name); // queues the namespace again once read
     const selecting: ReadonlySet<string> = new Set(ns ? registry.selecting(ns) : []);
     // What to prune is decided now too (and confirmed after the writes): an object this unit writes is never one
-    // it prunes.
-    const prunes = ns ? await this.d.pruning.decide(ns, selecting) : undefined;
+    // it prunes. A SyncConfig whose selection is unknown prunes as one that selects: only what its items left.
+    const pruneSelecting: ReadonlySet<string> = unknown.length ? new Set([...selecting, ...unknown]) : selecting;
+    const prunes = ns ? await this.d.pruning.decide(ns, pruneSelecting) : undefined;
     // Configs that select the namespace are synced concurrently (distinct objects; the API server serializes
     // writes per object), which keeps the latency of a new namespace near one round trip instead of M*K.
     const targeted: CompiledSyncConfig[] = [];
@@ -76,7 +76,7 @@ export class NamespaceUnit {
     for (const [cfgKey, { result }] of registry.entries()) {
       if (!result.ok) continue;
       if (selecting.has(cfgKey)) targeted.push(result.config);
-      else unselected.push(cfgKey);
+      else if (!unknown.includes(cfgKey)) unselected.push(cfgKey);
     }
     // A SyncConfig of an untrusted namespace sees only what its ServiceAccount may read (delegated_view.ts): out of
     // its view it is neither synced nor counted here (what it created is not pruned for that: `selecting` keeps it).
@@ -95,7 +95,7 @@ export class NamespaceUnit {
     // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
     // same generation is created under its new name first).
     this.d.configs.catchUp(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
-    const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, selecting, prunes) : NO_STEP;
+    const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, pruneSelecting, prunes) : NO_STEP;
     const configs: ConfigCounts[] = [];
     const stale: string[] = [];
     view.visible.forEach((cfg, i) => {

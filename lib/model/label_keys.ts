@@ -82,6 +82,16 @@ export class LabelKeys {
   }
 
   /**
+   * Whether a namespace whose labels were trimmed at version `labelsFor` has every key SyncConfig `cfgKey` reads
+   * (undefined: kept whole, it has them all): its selection by that SyncConfig is known, whatever keys others brought
+   * in since. So a team whose edits bring fresh keys makes only its own selection unknown, not the platform's.
+   */
+  coversFor(cfgKey: string, labelsFor: number | undefined): boolean {
+    if (labelsFor === undefined) return true;
+    return this.readBy(cfgKey).every((key) => (this.#keys.get(key)?.since ?? Infinity) <= labelsFor);
+  }
+
+  /**
    * Whether a namespace whose labels were trimmed at version `labelsFor` has every key held now (undefined: kept
    * whole, it has them all).
    */

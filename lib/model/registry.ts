@@ -91,12 +91,14 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
   }
 
   /**
-   * Keys of the valid SyncConfigs that select `ns`; none while its labels are not known ({@link labelsKnown}): its
-   * selection is then unknown, and nothing may be written or pruned there until it is read again.
+   * Keys of the valid SyncConfigs that select `ns`, of those whose selection of it is known ({@link unknownFor}): one
+   * whose label keys came in after the namespace's labels were trimmed is left out until it is read again, and nothing
+   * may be written or pruned there for it.
    */
   selecting(ns: N): readonly string[] {
-    if (!this.labelsKnown(ns)) return [];
-    return this.#selection.selecting(ns, () => this.valid());
+    const all = this.#selection.selecting(ns, () => this.valid());
+    if (this.labelsKnown(ns)) return all;
+    return all.filter((key) => this.labelKeys.coversFor(key, ns.labelsFor));
   }
 
   /**
@@ -105,6 +107,20 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
    */
   labelsKnown(ns: NamespaceFacts): boolean {
     return this.labelKeys.covers(ns.labelsFor);
+  }
+
+  /** Whether `ns` has every label SyncConfig `key` reads: its selection by that one is known. */
+  labelsKnownFor(ns: NamespaceFacts, key: string): boolean {
+    return this.labelKeys.coversFor(key, ns.labelsFor);
+  }
+
+  /**
+   * The valid SyncConfigs whose selection of `ns` is not known (a key they read came in after its labels were trimmed):
+   * neither selecting nor not selecting it until it is read again.
+   */
+  unknownFor(ns: N): string[] {
+    if (this.labelsKnown(ns)) return [];
+    return [...this.valid()].map((c) => c.key).filter((key) => !this.labelKeys.coversFor(key, ns.labelsFor));
   }
 
   /** The valid compiled SyncConfigs that select `ns`. */
@@ -134,7 +150,8 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     if (!ns) return [];
     const named = this.items().naming(r.group, r.kind, ns.name, name);
     if (!named.length) return named;
-    const selecting = this.selecting(ns);
+    // One whose selection is not known may select it: counted, so that nothing it may want is pruned meanwhile.
+    const selecting = [...this.selecting(ns), ...this.unknownFor(ns)];
     return named.filter((k) => selecting.includes(k));
   }
 

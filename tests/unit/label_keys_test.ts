@@ -175,3 +175,18 @@ Deno.test("Registry: compile and delete in any order leave the keys of the live 
     { numRuns: 500 },
   );
 });
+
+Deno.test("LabelKeys.coversFor: a team's fresh keys make only its own selection of a trimmed namespace unknown", () => {
+  const keys = new LabelKeys();
+  keys.read("espejo/platform", ["tenant"]);
+  const trimmedAt = keys.version;
+  keys.read("team/t", ["fresh-1"]);
+  assert.equal(keys.covers(trimmedAt), false, "the namespace lacks a key some SyncConfig reads");
+  assert.equal(keys.coversFor("espejo/platform", trimmedAt), true, "the platform's selection stays known");
+  assert.equal(keys.coversFor("team/t", trimmedAt), false, "the team's is not");
+  keys.read("team/t", ["fresh-2"]);
+  assert.equal(keys.coversFor("espejo/platform", trimmedAt), true, "however often the team brings fresh keys");
+  assert.equal(keys.coversFor("team/t", undefined), true, "labels kept whole have every key");
+  keys.drop("team/t");
+  assert.equal(keys.covers(trimmedAt), true, "the team gone, the namespace is known again");
+});

@@ -133,7 +133,7 @@ Deno.test("NamespaceUnit.run leaves out a SyncConfig changed while it ran: its c
   assert.deepEqual(r.stale, ["espejo/a"], "named, so that its status waits for the new generation's unit");
 });
 
-Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the labels a SyncConfig reads are not known, and asks for them", async () => {
+Deno.test("NamespaceUnit.run holds off a SyncConfig whose label keys came after the namespace's labels were trimmed, asks for them, and syncs the others", async () => {
   const { u, calls, registry, reads } = unit(
     [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one")] })],
     () => ({ state: "synced", action: "create" }),
@@ -146,7 +146,8 @@ Deno.test("NamespaceUnit.run writes, prunes and uncounts nothing where the label
       syncConfig("b", { namespaceSelector: { labelSelector: { matchLabels: { tier: "x" } } }, syncItems: [cm("two")] }),
     );
     const r = await u.run("team-a");
-    assert.deepEqual([r.configs, r.unselected, r.wrote, calls], [[], [], false, []]);
+    // a's keys were kept: it goes on. b's selection is unknown: not written, and not uncounted either.
+    assert.deepEqual([r.configs.map((c) => c.cfgKey), r.unselected, calls], [["espejo/a"], [], ["espejo/a sync one"]]);
     assert.deepEqual(reads, ["team-a"], "it asks for the namespace to be read again, which queues it once known");
   } finally {
     delete NS.labelsFor;
