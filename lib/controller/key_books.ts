@@ -6,6 +6,7 @@
  */
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Executor } from "../sync/executor.ts";
+import type { LargeGate } from "../sync/large_gate.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { Freshness } from "./freshness.ts";
 import type { Registry } from "../model/registry.ts";
@@ -63,6 +64,8 @@ export interface ControllerBooks {
   /** The work queue's failures in a row, of every kind of work. */
   queue: Pick<WorkQueue<string, Trigger>, "forget">;
   executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
+  /** Namespaces in line for the turn at large objects. */
+  large: Pick<LargeGate, "forget">;
   caches: Pick<ResourceCaches, "forgetNamespace">;
   metrics: Pick<Metrics, "items" | "invalid" | "delegatedRequests">;
 }
@@ -91,6 +94,7 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
     namespace: (ns) => b.executor.forgetNamespace(ns),
     config: (k) => b.executor.forgetConfig(k),
   });
+  books.register("turns at large objects", { namespace: (ns) => b.large.forget(ns) });
   // A SyncConfig being deleted "goes" here while pruning still needs what it created: pruning unindexes it once it
   // is gone for good or prunes no more (PruneFinalizer.settle).
   books.register("created index", { namespace: (ns) => b.caches.forgetNamespace(ns) });

@@ -17,6 +17,7 @@ import type { NamespaceInfo } from "../model/namespace_info.ts";
 import { Registry } from "../model/registry.ts";
 import { refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
+import { LargeGate } from "../sync/large_gate.ts";
 import { Pruner } from "../sync/prune_deletes.ts";
 import { MAX_FIGHT_DELAY_MS } from "../sync/retry_policy.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
@@ -128,6 +129,8 @@ export function buildParts(base: PartsBase): ControllerParts {
     onError: (r, e, ms) => trouble.failed(r, e, ms),
   });
   const discovery = new Discovery(client);
+  // Reads and writes of large objects, one at a time; a namespace whose turn comes is queued (no unit waits for it).
+  const large = new LargeGate((name) => enqueue({ kind: "namespace", name }, "retry"));
   const executor = new Executor(client, discovery, caches, {
     onWrite: (action) => metrics.writes.inc({ action }),
     // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex), and not
@@ -141,6 +144,7 @@ export function buildParts(base: PartsBase): ControllerParts {
       if (sc) void events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
     },
     maxFightDelayMs: opts.reconcileIntervalMs || MAX_FIGHT_DELAY_MS,
+    large,
   });
   const pruner = new Pruner(client, discovery, caches, () => metrics.writes.inc({ action: "prune" }));
   const shared = { namespaces, syncConfigs, registry, ledger, statusWriter, freshness, metrics, enqueue };
@@ -171,7 +175,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     standby,
     signal: base.signal,
   });
-  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels });
+  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels, large });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
   // During one, the heap is collected sooner once it is large (a restart at 200,000 objects): a soft limit.
@@ -199,6 +203,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     configs,
     queue,
     executor,
+    large,
     caches,
     metrics,
   });

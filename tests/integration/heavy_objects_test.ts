@@ -2,12 +2,12 @@
  * No namespace waits behind a tenant's heavy objects (issue 44). A tenant (a ServiceAccount bound to a Role in each of
  * its 12 namespaces) puts about 1 MiB of ownerReferences on the 36 objects espejo syncs there and changes their data,
  * and does it again each time espejo restores one, so that every restore of them is a read and a write of 1 MiB,
- * which espejo does one at a time. Meanwhile a ConfigMap espejo syncs into another namespace is deleted, once after
- * each of the tenant's inflations (a different one each time: a repeated deletion of one object is a fight, which
- * espejo rightly slows down). Each must be back within 2 s (idle: about 30 ms): a namespace without heavy objects
- * must not wait for a worker while the tenant's units wait for their turns at that one-at-a-time work. When a unit
- * held its worker while it waited, every worker was held by a tenant's unit queued behind the others' 1 MiB writes,
- * and a restore here took 2-9 s (median 3.4 s).
+ * which espejo does one at a time, in turns by namespace (lib/sync/large_gate.ts). Meanwhile a ConfigMap espejo syncs
+ * into another namespace is deleted, once after each of the tenant's inflations (a different one each time: a repeated
+ * deletion of one object is a fight, which espejo rightly slows down). Each must be back within 2 s (idle: about
+ * 30 ms): a namespace without heavy objects must not wait for a worker while the tenant's units wait for their turns
+ * at that one-at-a-time work. When a unit held its worker while it waited, every worker was held by a tenant's unit
+ * queued behind the others' 1 MiB writes, and a restore here took 2-9 s (median 3.4 s).
  *
  * The controller runs as it ships inside the Go espejo's limits (a cgroup of 100M memory and 30 % of a CPU). A restore
  * is timed by the test from the deletion's reply to the first read that finds the object again (polled).

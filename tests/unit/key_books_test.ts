@@ -40,6 +40,7 @@ function recordingParts() {
     configs: { forgetConfig: tell("templated deleteItems warnings") },
     queue: { forget: tell("work retries") },
     executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
+    large: { forget: tell("turns at large objects") },
     caches: { forgetNamespace: tell("created index") },
     metrics: new Metrics(),
   };
@@ -58,6 +59,7 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
     "ledger gone",
     "selection gone",
     "status writer gone",
+    "turns at large objects gone",
     "work retries ns/gone",
   ]);
   books.configGone("espejo/gone");
