@@ -8,6 +8,7 @@ import type { EventRecorder } from "../kube/events.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { DelegatedView } from "../sync/delegated_view.ts";
+import type { LargeGate } from "../sync/large_gate.ts";
 import type { ResourceCaches } from "../sync/resource_caches.ts";
 import type { Freshness } from "./freshness.ts";
 import type { Registry } from "../model/registry.ts";
@@ -68,6 +69,8 @@ export interface ControllerBooks {
   queue: Pick<WorkQueue<string, Trigger>, "forget">;
   executor: Pick<Executor, "forgetNamespace" | "forgetConfig">;
   view: Pick<DelegatedView, "forgetConfig">;
+  /** Namespaces in line for the turn at large objects. */
+  large: Pick<LargeGate, "forget">;
   caches: Pick<ResourceCaches, "forgetNamespace">;
   metrics: Pick<Metrics, "items" | "invalid" | "delegatedRequests">;
 }
@@ -98,6 +101,7 @@ export function registerBooks(books: KeyBooks, b: ControllerBooks): void {
     config: (k) => b.executor.forgetConfig(k),
   });
   books.register("rights of untrusted SyncConfigs", { config: (k) => b.view.forgetConfig(k) });
+  books.register("turns at large objects", { namespace: (ns) => b.large.forget(ns) });
   // A SyncConfig being deleted "goes" here while pruning still needs what it created: pruning unindexes it once it
   // is gone for good or prunes no more (PruneFinalizer.settle).
   books.register("created index", { namespace: (ns) => b.caches.forgetNamespace(ns) });

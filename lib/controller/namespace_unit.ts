@@ -8,6 +8,7 @@
 import type { ItemCounts } from "../model/status.ts";
 import type { CompiledSyncConfig } from "../model/syncconfig.ts";
 import type { Executor } from "../sync/executor.ts";
+import type { LargeGate } from "../sync/large_gate.ts";
 import type { ItemAction } from "../sync/failures.ts";
 import { type LoggedFailure, syncConfigInNamespace } from "../sync/namespace_sync.ts";
 import { foldSteps, NO_STEP, type Step } from "../sync/step.ts";
@@ -27,6 +28,8 @@ export interface NamespaceUnitDeps {
   trimmedLabels: Pick<TrimmedLabels, "readSoon">;
   /** What SyncConfigs of untrusted namespaces may see here, and the contests between items. */
   view: Pick<DelegatedView, "of" | "contests">;
+  /** The turns at large objects: a turn kept for the namespace is its unit's, taken or given up when it ends. */
+  large: Pick<LargeGate, "began" | "ended">;
 }
 
 /** One SyncConfig's counts in the namespace, and its failures for the log. */
@@ -55,6 +58,15 @@ export class NamespaceUnit {
 
   /** Syncs namespace `name` against every valid SyncConfig that selects it, then prunes there. */
   async run(name: string): Promise<UnitResult> {
+    this.d.large.began(name);
+    try {
+      return await this.#run(name);
+    } finally {
+      this.d.large.ended(name);
+    }
+  }
+
+  async #run(name: string): Promise<UnitResult> {
     // One selection per unit: which SyncConfigs select the namespace is decided once, from its labels as cached
     // now, for the writes and for the prunes. Labels that change meanwhile queue the namespace again (its watch).
     const ns = this.d.namespaces.get(name);

@@ -19,6 +19,7 @@ import { refOf, type SyncConfig } from "../model/syncconfig.ts";
 import { Executor } from "../sync/executor.ts";
 import { DelegatedView } from "../sync/delegated_view.ts";
 import { Rights } from "../sync/rights.ts";
+import { LargeGate } from "../sync/large_gate.ts";
 import { Pruner } from "../sync/prune_deletes.ts";
 import { MAX_FIGHT_DELAY_MS } from "../sync/retry_policy.ts";
 import { ResourceCaches } from "../sync/resource_caches.ts";
@@ -130,6 +131,8 @@ export function buildParts(base: PartsBase): ControllerParts {
     onError: (r, e, ms) => trouble.failed(r, e, ms),
   });
   const discovery = new Discovery(client);
+  // Reads and writes of large objects, one at a time; a namespace whose turn comes is queued (no unit waits for it).
+  const large = new LargeGate((name) => enqueue({ kind: "namespace", name }, "retry"));
   const executor = new Executor(client, discovery, caches, {
     onWrite: (action) => metrics.writes.inc({ action }),
     // The owner annotation holds an object only for a SyncConfig that has an item for it (see ItemIndex), and not
@@ -143,6 +146,7 @@ export function buildParts(base: PartsBase): ControllerParts {
       if (sc) void events.emit(refOf(sc), "Warning", "FinalizersRemoved", message);
     },
     maxFightDelayMs: opts.reconcileIntervalMs || MAX_FIGHT_DELAY_MS,
+    large,
   });
   // What SyncConfigs of untrusted namespaces may see and contest, asked as their ServiceAccounts (delegated_view.ts).
   const view = new DelegatedView({
@@ -184,7 +188,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     standby,
     signal: base.signal,
   });
-  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels, view });
+  const units = new NamespaceUnit({ namespaces, configs, syncEvents, executor, pruning, trimmedLabels, view, large });
   // After a burst, the heap's free pages go back to the system (a restart's relist leaves about 8 MiB of them).
   const memory = new MemoryReturn();
   // During one, the heap is collected sooner once it is large (a restart at 200,000 objects): a soft limit.
@@ -214,6 +218,7 @@ export function buildParts(base: PartsBase): ControllerParts {
     queue,
     executor,
     view,
+    large,
     caches,
     metrics,
   });

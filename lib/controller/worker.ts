@@ -136,7 +136,7 @@ export class Workers {
     statusWriter.heard({ kind: "finished", namespace: name, stale: result?.stale });
     const failed = !result || result.failed;
     const facts = result ?? FAILED;
-    const noop = !failed && !facts.retry && facts.retryInMs === undefined && !result?.wrote;
+    const noop = !failed && !facts.retry && facts.retryInMs === undefined && !result?.wrote && !result?.waiting;
     this.d.freshness.synced(name, inputsAt, noop, Date.now());
     const seconds = (performance.now() - started) / 1000;
     metrics.syncs.inc({ trigger, result: failed ? "failed" : "success" });

@@ -1,7 +1,8 @@
 /**
  * Performs write plans: the only code that writes target objects. A create that finds the object there adopts it
  * as the planner decides (`planAdoption`: unless another SyncConfig's item holds it); an update keeps the live
- * ownerReferences (read first when the cache did not keep them), re-reads once on a
+ * ownerReferences (read first when the cache did not keep them: the caller holds the turn at large objects,
+ * lib/sync/large_gate.ts), re-reads once on a
  * conflict (not in a fight: there a conflict is the other writer's move, and the retry policy decides when to try
  * again), and replaces the object (lib/sync/replace.ts) when the server refuses the update as the plan's
  * {@link ReplaceWhen} says. Every reply is handed to the {@link WriteSink} at once, so the caches know espejo's own
@@ -19,7 +20,6 @@ import type { ItemAction } from "./failures.ts";
 import { OwnedByOther } from "./failures.ts";
 import { type Claims, heldByOther, type LiveParts, planAdoption, type ReplaceWhen, type WriteSite } from "./planner.ts";
 import { replaceObject } from "./replace.ts";
-import { Gate } from "./bounded.ts";
 import { CREATED_ANNOTATION, FIELD_MANAGER, OWNER_ANNOTATION } from "../model/markers.ts";
 
 const log = getLogger(["espejo", "applier"]);
@@ -59,8 +59,6 @@ export class Applier {
     /** Whether SyncConfig `owner` has an item for the object (its owner annotation then holds it). */
     readonly claims: Claims,
     private readonly onWrite: (action: ItemAction) => void = () => {},
-    /** Reads and writes of objects whose ownerReferences the cache does not keep (see {@link Gate}). */
-    readonly large: Gate = new Gate(1),
   ) {}
 
   /** Creates the object; one that exists without espejo's label (made by hand, by the Go espejo) is adopted. */
@@ -81,17 +79,15 @@ export class Applier {
 
   /**
    * Replaces the object with the desired one at `live`'s version. A reply at the version sent means the server
-   * found nothing to change (extra fields were its own defaults): no write happened.
+   * found nothing to change (extra fields were its own defaults): no write happened. When `live` says the cache did
+   * not keep the ownerReferences (a tenant added thousands), they are read first; the read, the body and the reply
+   * hold them several times over, so the caller must hold the turn at large objects (lib/sync/large_gate.ts).
    */
-  update(t: WriteTarget, live: LiveParts, reason?: string): Promise<Applied> {
-    if (!live.referencesUnkept) return this.#update(t, live, reason);
-    // The cache did not keep its ownerReferences (a tenant added thousands): read them now, one such write at a
-    // time, since the read, the body and the reply hold them several times over. At another version than `live`
-    // the write meets a conflict, as it would have.
-    return this.large.run(async () => {
-      const current = await this.#read(t);
-      return await this.#update(t, { ...live, ownerReferences: liveParts(current).ownerReferences }, reason);
-    });
+  async update(t: WriteTarget, live: LiveParts, reason?: string): Promise<Applied> {
+    if (!live.referencesUnkept) return await this.#update(t, live, reason);
+    // At another version than `live` the write meets a conflict, as it would have.
+    const current = await this.#read(t);
+    return await this.#update(t, { ...live, ownerReferences: liveParts(current).ownerReferences }, reason);
   }
 
   async #update(t: WriteTarget, live: LiveParts, reason?: string): Promise<Applied> {

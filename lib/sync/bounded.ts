@@ -20,26 +20,3 @@ export async function mapBounded<T, R>(
   await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, lane));
   return results;
 }
-
-/**
- * At most `limit` tasks at once, the others waiting in order. For reads and writes of objects a tenant made large
- * (thousands of ownerReferences): each holds a few MiB while it runs, and a namespace's items run concurrently.
- */
-export class Gate {
-  #running = 0;
-  readonly #waiting: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.#running >= this.limit) await new Promise<void>((go) => this.#waiting.push(go));
-    else this.#running++;
-    try {
-      return await task();
-    } finally {
-      const next = this.#waiting.shift();
-      if (next) next(); // the slot passes to the next task as it is
-      else this.#running--;
-    }
-  }
-}

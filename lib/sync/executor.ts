@@ -3,9 +3,9 @@
  * from discovery, a filled cache, the content of an object kept without it), plan (the pure lib/sync/planner.ts),
  * apply (lib/sync/applier.ts), and tell the books what the try came to (lib/sync/item_books.ts: retries, fights, what
  * the server adds to each item's writes, the learning gate). Each item succeeds or fails on its own
- * (lib/sync/failures.ts names and classifies failures).
+ * (lib/sync/failures.ts names and classifies failures). A read or write of a large object is done only in its
+ * namespace's turn at such work (lib/sync/large_gate.ts); when the turn is another's, the item is left for later.
  */
-import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import type { Reflector } from "../kube/reflector.ts";
 import { Discovery, namespacedOnly, objectPath, type ResourceInfo } from "../kube/discovery.ts";
@@ -14,10 +14,11 @@ import { extrasHash } from "../model/drift.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { cacheProblem, ready, type ResourceCaches } from "./resource_caches.ts";
 import type { DeleteItemSpec, SyncItemSpec } from "../model/syncconfig.ts";
-import type { ExecutorHooks, ItemRef } from "./executor_hooks.ts";
+import { type ExecutorHooks, type ItemRef, reportReplace } from "./executor_hooks.ts";
 import { renderTemplate } from "../model/template.ts";
 import { deletePlanWords, logDecision, syncPlanWords } from "./plan_words.ts";
 import { Applier, type WriteTarget } from "./applier.ts";
+import { LargeGate } from "./large_gate.ts";
 import type { CachedObject } from "./cached_object.ts";
 import { desiredObject } from "./desired.ts";
 import { type Fail, failure, type ItemResult, specProblem, tryOutcomeOf } from "./failures.ts";
@@ -36,8 +37,6 @@ import { MAX_FIGHT_DELAY_MS, type TryOutcome } from "./retry_policy.ts";
 import { acceptWritten, remember } from "./verdict.ts";
 import { HASH_ANNOTATION } from "../model/markers.ts";
 
-const log = getLogger(["espejo", "executor"]);
-
 type Planned = { plan: SyncPlan; keys: ItemKeys };
 
 /** An item's target, and how to have its cached entry packed once the planner has judged it. */
@@ -46,11 +45,15 @@ interface Gathered {
   settled: () => void;
 }
 
+/** An item whose read or write of a large object waits for its namespace's turn (which queues the namespace). */
+const WAITING: ItemResult = { state: "synced", action: "none", waiting: true };
+
 export class Executor {
   /** Retries, fights, what the server adds and the learning gate (lib/sync/item_books.ts). */
   readonly #books: ItemBooks;
   readonly #applier: Applier;
   readonly #view: PlanView;
+  readonly #large: LargeGate;
 
   constructor(
     private readonly client: KubeClient,
@@ -61,6 +64,7 @@ export class Executor {
     this.#books = new ItemBooks(hooks.maxFightDelayMs ?? MAX_FIGHT_DELAY_MS, hooks.onFight);
     const claims = hooks.claims ?? (() => false);
     this.#applier = new Applier(client, claims, hooks.onWrite);
+    this.#large = hooks.large ?? new LargeGate();
     this.#view = {
       ...this.#books.view,
       claims,
@@ -73,11 +77,15 @@ export class Executor {
     if (item.problem) return specProblem(ref.cfg.key, `.spec.syncItems[${item.index}]`, item.problem);
     const site = syncItemSite(ref, item, renderTemplate(item.name, ref.namespace));
     const fail = failure(site);
-    let gathered: Gathered;
+    let gathered: Gathered | undefined;
     try {
       gathered = await this.#gather(ref, item);
     } catch (e) {
       return fail(e);
+    }
+    if (!gathered) {
+      logDecision(site, () => "read later: it is large, and the turn at large objects is another namespace's");
+      return WAITING;
     }
     // Planned and applied in one turn of the event loop (no await between them) unless it waits for the item's
     // learning write: another namespace's try of the item must see this one's learning write when it plans.
@@ -96,15 +104,23 @@ export class Executor {
       return plan.kind === "hold" ? { state: "synced", action: "none", retryInMs: plan.retryInMs } : plan.result;
     }
     const { target } = gathered;
-    const { result, outcome } = await this.#apply(target, plan, keys, fail);
+    const applied = await this.#apply(target, plan, keys, fail);
+    if (!applied) {
+      logged(WAITING);
+      return WAITING;
+    }
+    const { result, outcome } = applied;
     this.#books.afterTry({ ref, keys, outcome, restore: plan.restore, result, observed: target.observed });
     if (result.state !== "failed") this.caches.rewritten(target.resource, keys.objectKey);
     logged(result);
     return result;
   }
 
-  /** The item's target: its kind's resource, the desired object and the object as cached (its cache filled). */
-  async #gather(ref: ItemRef, item: SyncItemSpec): Promise<Gathered> {
+  /**
+   * The item's target: its kind's resource, the desired object and the object as cached (its cache filled); undefined
+   * when it must be read, is large, and the turn at large objects is not its namespace's.
+   */
+  async #gather(ref: ItemRef, item: SyncItemSpec): Promise<Gathered | undefined> {
     const resource = await this.#resolve(item.apiVersion, item.kind);
     const { object: desired, hash } = await desiredObject(ref.cfg, item, ref.namespace);
     const cache = this.caches.managed(resource);
@@ -114,8 +130,10 @@ export class Executor {
     // Kept without content while no item named it (anyone can label their objects): read it once now.
     if (observed?.contentless) {
       const read = () => this.#read(cache, objectPath(resource, ref.namespace, desired.metadata!.name!));
-      // A large one holds MiBs while it is read and judged: one at a time (the applier's gate).
-      observed = await (observed.large ? this.#applier.large.run(read) : read());
+      // A large one holds MiBs while it is read: in the namespace's turn at large objects.
+      const got = observed.large ? await this.#large.tryRun(ref.namespace, read) : { value: await read() };
+      if (!got) return undefined;
+      observed = got.value;
     }
     const target: SyncTarget = { ...ref, item, resource, desired, hash, observed };
     // Judged by the planner after an await or two (the read, the learning gate): packed then, not at its next get.
@@ -140,14 +158,21 @@ export class Executor {
     return { plan, keys };
   }
 
-  /** Writes the plan; an update with unexplained server-added fields is the item's learning write. */
+  /**
+   * Writes the plan; an update with unexplained server-added fields is the item's learning write. An update of an
+   * object whose ownerReferences the cache did not keep (a tenant added thousands) reads, sends and gets back MiBs of
+   * them: in the namespace's turn at large objects, or undefined (nothing written) when the turn is another's.
+   */
   #apply(
     target: SyncTarget,
     plan: SyncPlan & { kind: "create" | "update" },
     keys: ItemKeys,
     fail: Fail,
-  ): Promise<{ result: ItemResult; outcome: TryOutcome }> {
-    const written = this.#write(target, plan, keys.itemKey, fail);
+  ): Promise<{ result: ItemResult; outcome: TryOutcome } | undefined> {
+    const write = () => this.#write(target, plan, keys.itemKey, fail);
+    const written = plan.kind === "update" && plan.live.referencesUnkept
+      ? this.#large.tryRun(target.namespace, write).then((done) => done?.value)
+      : write();
     if (plan.kind === "update" && plan.unexplained) this.#books.learnFrom(keys.itemKey, written);
     return written;
   }
@@ -166,24 +191,13 @@ export class Executor {
       const applied = plan.kind === "create"
         ? await this.#applier.create(write)
         : await this.#applier.update(write, plan.live, plan.reason);
-      if (applied.replaced) this.#reportReplace(target, applied.replaced);
+      if (applied.replaced) reportReplace(this.hooks, target, applied.replaced);
       return { result: { state: "synced", action: applied.action, reason: applied.reason }, outcome: "done" };
     } catch (e) {
       return { result: fail(e), outcome: tryOutcomeOf(e) };
     } finally {
       this.caches.endWrite(target.resource, objectKey);
     }
-  }
-
-  #reportReplace(t: SyncTarget, replaced: { why: "immutable" | "forceRecreate"; finalizersRemoved: string[] }): void {
-    this.hooks.onReplace?.(t.cfg.key, replaced.why);
-    const removed = replaced.finalizersRemoved;
-    if (!removed.length) return;
-    const message = `SyncConfig ${t.cfg.key}: removed finalizer${removed.length > 1 ? "s" : ""} ${
-      removed.join(", ")
-    } of ${t.resource.kind} ${t.namespace}/${t.desired.metadata!.name}, which its item does not set, to replace it`;
-    log.warn("{message}", { syncConfig: t.cfg.key, namespace: t.namespace, message });
-    this.hooks.onFinalizersRemoved?.(t.cfg.key, message);
   }
 
   async deleteItem(ref: ItemRef, item: DeleteItemSpec): Promise<ItemResult> {

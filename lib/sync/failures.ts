@@ -18,8 +18,12 @@ import { missingRightHint } from "./missing_right.ts";
 export type ItemAction = "create" | "update" | "recreate" | "delete" | "prune" | "none";
 
 export type ItemResult =
-  /** `retryInMs`: a restore held back because of a fight; the namespace must be synced again after it. */
-  | { state: "synced"; action: ItemAction; reason?: string; retryInMs?: number }
+  /**
+   * `retryInMs`: a restore held back because of a fight; the namespace must be synced again after it. `waiting`: a
+   * read or write of a large object left for when its namespace has the turn at them (lib/sync/large_gate.ts, which
+   * queues the namespace then).
+   */
+  | { state: "synced"; action: ItemAction; reason?: string; retryInMs?: number; waiting?: true }
   | { state: "deleted" }
   | { state: "absent" }
   /**

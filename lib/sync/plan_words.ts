@@ -55,6 +55,7 @@ export function logDecision(site: FailureSite, words: () => string, result?: Ite
 function outcomeWords(result: ItemResult): string {
   switch (result.state) {
     case "synced":
+      if (result.waiting) return "left for its namespace's turn at large objects (another namespace has it)";
       return result.action === "none"
         ? "nothing written"
         : `${result.action}${result.reason ? ` (${result.reason})` : ""}`;

@@ -14,6 +14,11 @@ import type { WorkFacts } from "./retry_policy.ts";
 export interface Step extends WorkFacts {
   /** Something was written: created, updated, deleted or pruned. */
   wrote: boolean;
+  /**
+   * An item waits for its namespace's turn at large objects (lib/sync/large_gate.ts), which queues the namespace
+   * when it comes: nothing for the queue to do now, but the namespace is not in sync yet.
+   */
+  waiting?: true;
 }
 
 export const NO_STEP: Step = { wrote: false, retry: false };
@@ -27,6 +32,7 @@ export function foldSteps(steps: Iterable<Step>): Step {
       wrote: out.wrote || s.wrote,
       retry: out.retry || s.retry,
       ...(waits.length ? { retryInMs: Math.min(...waits) } : {}),
+      ...(out.waiting || s.waiting ? { waiting: true } : {}),
     };
   }
   return out;
@@ -38,5 +44,6 @@ export function stepOf(r: ItemResult): Step {
   // A terminal failure waits for a change (the next pass finds its attempt in the retry book: no request).
   const retry = r.state === "failed" && !r.terminal;
   const retryInMs = r.state === "synced" ? r.retryInMs : undefined;
-  return { wrote, retry, ...(retryInMs !== undefined ? { retryInMs } : {}) };
+  const waiting = r.state === "synced" && r.waiting;
+  return { wrote, retry, ...(retryInMs !== undefined ? { retryInMs } : {}), ...(waiting ? { waiting } : {}) };
 }

@@ -42,6 +42,7 @@ function recordingParts() {
     queue: { forget: tell("work retries") },
     executor: { forgetNamespace: tell("item retries"), forgetConfig: tell("item retries and server adds") },
     view: { forgetConfig: tell("rights") },
+    large: { forget: tell("turns at large objects") },
     caches: { forgetNamespace: tell("created index") },
     metrics: new Metrics(),
   };
@@ -60,6 +61,7 @@ Deno.test("registerBooks: every book of the controller hears a deleted namespace
     "ledger gone",
     "selection gone",
     "status writer gone",
+    "turns at large objects gone",
     "work retries ns/gone",
   ]);
   books.configGone("espejo/gone");

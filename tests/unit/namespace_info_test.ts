@@ -62,7 +62,7 @@ Deno.test("namespaceInfo: a change of a label no selector reads is no relabel of
   assert.equal(team.relabelledAt, 300);
 });
 
-Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another key came is selected by none", () => {
+Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another key came is not selected by that one, whose selection is unknown", () => {
   const registry = new Registry<NamespaceInfo>();
   const config = (name: string, key: string) => ({
     metadata: { namespace: "espejo", name, generation: 1, uid: name },
@@ -76,7 +76,8 @@ Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another 
   assert.deepEqual(registry.selecting(trimmed), ["espejo/team"]);
   registry.compile("espejo/tier", config("tier", "tier") as SyncConfig);
   assert.equal(registry.labelsKnown(trimmed), false, "tier was left out when it was trimmed");
-  assert.deepEqual(registry.selecting(trimmed), [], "its selection is unknown, not empty: the unit holds off");
+  assert.deepEqual(registry.selecting(trimmed), ["espejo/team"], "team's keys were kept: its selection stands");
+  assert.deepEqual(registry.unknownFor(trimmed), ["espejo/tier"], "tier's is unknown, not empty: the unit holds it off");
   const reread = namespaceInfo(ns(hugeLabels({ team: "a", tier: "a" })), trimmed, 2, registry.labelKeys);
   assert.deepEqual(registry.selecting(reread), ["espejo/team", "espejo/tier"]);
   const small = namespaceInfo(ns({ team: "a", tier: "a" }), undefined, 1);

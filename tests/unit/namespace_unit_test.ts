@@ -23,7 +23,8 @@ const selectsTeamA = { labelSelector: { matchLabels: { team: "a" } } };
 function unit(
   configs: SyncConfig[],
   answer: (item: string) => ItemResult,
-  pruned: Step = { wrote: false, retry: false },
+  /** What the prune step comes to; an Error: it throws. */
+  pruned: Step | Error = { wrote: false, retry: false },
 ) {
   const registry = new Registry<NamespaceInfo>();
   for (const sc of configs) registry.compile(`espejo/${sc.metadata!.name}`, sc);
@@ -31,6 +32,8 @@ function unit(
   const changes: string[] = [];
   /** Namespaces the unit asked to read again (labels not known). */
   const reads: string[] = [];
+  /** What the unit told the turns at large objects. */
+  const turns: string[] = [];
   const item = (cfgKey: string, list: string, name: string) => {
     calls.push(`${cfgKey} ${list} ${name}`);
     return Promise.resolve(answer(name));
@@ -45,7 +48,7 @@ function unit(
     },
     pruning: {
       decide: () => Promise.resolve({ plans: [], listing: false, deleting: [] }),
-      pruneNamespace: () => Promise.resolve(pruned),
+      pruneNamespace: () => pruned instanceof Error ? Promise.reject(pruned) : Promise.resolve(pruned),
     },
     trimmedLabels: { readSoon: (name) => (reads.push(name), Promise.resolve()) },
     // Trusted SyncConfigs only: nothing is asked (tests/unit/delegated_view_test.ts has the rest).
@@ -54,8 +57,9 @@ function unit(
       resolve: () => Promise.reject(new Error("resolved")),
       ownerOf: () => undefined,
     }),
+    large: { began: (name) => turns.push(`began ${name}`), ended: (name) => turns.push(`ended ${name}`) },
   });
-  return { u, calls, changes, registry, reads };
+  return { u, calls, changes, registry, reads, turns };
 }
 
 Deno.test("NamespaceUnit.run returns each selecting SyncConfig's counts and the SyncConfigs that do not select it", async () => {
@@ -152,4 +156,39 @@ Deno.test("NamespaceUnit.run holds off a SyncConfig whose label keys came after 
   } finally {
     delete NS.labelsFor;
   }
+});
+
+Deno.test("NamespaceUnit.run folds an item left waiting for its turn at large objects, and tells the turns when it begins and ends", async () => {
+  const { u, turns } = unit(
+    [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("large"), cm("small")] })],
+    (name) => {
+      turns.push(`item ${name}`);
+      return name === "large"
+        ? { state: "synced", action: "none", waiting: true }
+        : { state: "synced", action: "update" };
+    },
+  );
+  const r = await u.run("team-a");
+  assert.deepEqual(turns, ["began team-a", "item large", "item small", "ended team-a"]);
+  assert.deepEqual({ wrote: r.wrote, retry: r.retry, waiting: r.waiting, retryInMs: r.retryInMs }, {
+    wrote: true,
+    retry: false,
+    waiting: true,
+    retryInMs: undefined,
+  });
+  assert.deepEqual(
+    r.configs[0].outcome,
+    { synced: 2, deleted: 0, failed: 0, errors: [] },
+    "counted as a fight's hold is",
+  );
+});
+
+Deno.test("NamespaceUnit.run tells the turns at large objects that it ended when it throws", async () => {
+  const { u, turns } = unit(
+    [syncConfig("a", { namespaceSelector: selectsTeamA, syncItems: [cm("one")] })],
+    () => ({ state: "synced", action: "none" }),
+    new Error("prune step broke"),
+  );
+  await assert.rejects(u.run("team-a"), /prune step broke/);
+  assert.deepEqual(turns, ["began team-a", "ended team-a"]);
 });

@@ -117,3 +117,10 @@ Deno.test("Workers: every kind of work comes back by the one retry policy", asyn
   assert.deepEqual(r.syncs.sort(), ["interval failed", "namespace failed", "namespace success"]);
   assert.equal(r.freshness.isFresh("held", Date.now()), false, "a unit that must come back is not fresh");
 });
+
+Deno.test("Workers: a unit with an item waiting for its turn at large objects is not fresh, and sets no timer", async () => {
+  const r = await runWorkers([["ns/waiting", "namespace"]], { "ns/waiting": unitResult({ waiting: true }) });
+  assert.equal(r.freshness.isFresh("waiting", Date.now()), false, "a pass looks at it again");
+  assert.deepEqual(r.requeued, [], "the turn queues it when it comes");
+  assert.deepEqual(r.forgotten, ["ns/waiting"]);
+});
