@@ -116,7 +116,7 @@ export class NamespaceUnit {
       else stale.push(cfg.key);
     });
     return {
-      ...foldSteps([...results, pruned, { wrote: false, retry: view.retry }]),
+      ...foldSteps([...results, pruned, { wrote: false, retry: view.retry, retryInMs: view.retryInMs }]),
       configs,
       unselected,
       stale,

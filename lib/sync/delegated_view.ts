@@ -56,6 +56,8 @@ export interface NamespaceView {
   refused: Map<string, Map<string, Failed>>;
   /** A review failed for a passing reason (an outage): the unit comes back. */
   retry: boolean;
+  /** A denial that hid the namespace or refused an item is asked again then: the unit comes back to decide again. */
+  retryInMs?: number;
 }
 
 export class DelegatedView {
@@ -78,8 +80,11 @@ export class DelegatedView {
           namespace, // a RoleBinding in the namespace grants get on it: the API server asks in the namespace too
           name: namespace,
         });
-        if (!ns.allowed) return view.hidden.push(cfg.key);
-        const refused = await this.#refusedItems(cfg, asker, namespace);
+        if (!ns.allowed) {
+          comeBack(view, ns.recheckInMs);
+          return view.hidden.push(cfg.key);
+        }
+        const refused = await this.#refusedItems(cfg, asker, namespace, (ms) => comeBack(view, ms));
         if (refused.size) view.refused.set(cfg.key, refused);
         view.visible.push(cfg);
       } catch (e) {
@@ -127,7 +132,12 @@ export class DelegatedView {
   }
 
   /** The items of untrusted `cfg` whose ServiceAccount may not read their object in `namespace`. */
-  async #refusedItems(cfg: CompiledSyncConfig, asker: Asker, namespace: string): Promise<Map<string, Failed>> {
+  async #refusedItems(
+    cfg: CompiledSyncConfig,
+    asker: Asker,
+    namespace: string,
+    recheckIn: (ms: number) => void,
+  ): Promise<Map<string, Failed>> {
     const refused = new Map<string, Failed>();
     const check = async (item: SyncItemSpec | DeleteItemSpec, list: "syncItems" | "deleteItems") => {
       if (item.problem) return; // fails as it is, before any request
@@ -141,6 +151,7 @@ export class DelegatedView {
         if (del.allowed) right = del;
       }
       if (right.allowed) return;
+      recheckIn(right.recheckInMs);
       const site = list === "syncItems"
         ? syncItemSite({ cfg, namespace }, item as SyncItemSpec, name)
         : deleteItemSite({ cfg, namespace }, item as DeleteItemSpec, name);
@@ -187,6 +198,11 @@ export class DelegatedView {
     log.warn("{message}", { syncConfig: cfg.key, message });
     this.d.onReviewFailed?.(cfg.key, message);
   }
+}
+
+/** The unit comes back after `ms` at the latest, to decide again what a denial decided. */
+function comeBack(view: NamespaceView, ms: number): void {
+  view.retryInMs = Math.min(view.retryInMs ?? ms, ms);
 }
 
 /** Distinct review failures said per SyncConfig until it changes: an outage's messages vary. */

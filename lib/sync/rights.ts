@@ -8,9 +8,10 @@
  * itself, so a review needs no impersonation: where espejo may not impersonate the ServiceAccount, the SyncConfig's
  * writes still fail with the API server's words for that.
  *
- * Verdicts, allowed or denied, stand {@link RIGHTS_TTL_MS} (a right granted or revoked is seen within that; a write
- * is still authorized by the API server as the ServiceAccount, whatever a verdict said), and are forgotten when the
- * SyncConfig changes or goes: editing it is how a team has a right it just granted checked at once. Kept per
+ * An allowed verdict stands {@link RIGHTS_TTL_MS} (a right revoked is seen within that; a write is still authorized by
+ * the API server as the ServiceAccount, whatever a verdict said); a denied one {@link DENIED_FIRST_MS}, doubling with
+ * each denial in a row up to the same, so that a right granted a moment after a namespace was made is seen within
+ * seconds. Verdicts are forgotten when the SyncConfig changes or goes: editing its spec has a right checked at once. Kept per
  * SyncConfig (its extra is part of who asks), at most {@link MAX_VERDICTS} in all, least recently used out first, so
  * the namespaces and objects a team names cost bounded memory. One review answers every namespace when a right is
  * held cluster-wide, and every object of a kind in a namespace when it is not limited to names; concurrent asks of
@@ -21,8 +22,14 @@ import { forbiddenMessage, type ResourceAttributes, reviewUserAccess } from "../
 import { TtlCache } from "../kube/ttl_cache.ts";
 import type { WriteIdentity } from "../model/identity.ts";
 
-/** How long a verdict stands. */
+/** How long an allowed verdict stands, and a denied one at most. */
 export const RIGHTS_TTL_MS = 5 * 60_000;
+/**
+ * How long a denial first stands before it is asked again; each denial in a row doubles it, up to {@link RIGHTS_TTL_MS}.
+ * A team that makes a namespace and binds its ServiceAccount there a moment later is seen within seconds, and a
+ * namespace that stays denied costs a handful of reviews in its first minutes, then one each {@link RIGHTS_TTL_MS}.
+ */
+export const DENIED_FIRST_MS = 5_000;
 /** Verdicts kept at most, of every SyncConfig: about 200 bytes each. */
 export const MAX_VERDICTS = 10_000;
 
@@ -32,20 +39,31 @@ export interface Asker {
   writeAs: WriteIdentity;
 }
 
-/** A right, or the API server's words for its refusal. */
-export type Right = { allowed: true } | { allowed: false; denial: string };
+/**
+ * A right, or the API server's words for its refusal and when it is asked again (`recheckInMs`: a decision it hid
+ * should be made again then).
+ */
+export type Right = { allowed: true } | { allowed: false; denial: string; recheckInMs: number };
 
 const ALLOWED: Right = { allowed: true };
 
+/** A verdict, until when it stands, and how many denials in a row led to it. */
+interface Verdict {
+  allowed: boolean;
+  until: number;
+  denials: number;
+}
+
 export class Rights {
-  readonly #verdicts: TtlCache<boolean>;
-  readonly #asking = new Map<string, Promise<boolean>>();
+  readonly #verdicts: TtlCache<Verdict>;
+  readonly #asking = new Map<string, Promise<Verdict>>();
 
   constructor(
     private readonly client: KubeClient,
     private readonly ttlMs = RIGHTS_TTL_MS,
     max = MAX_VERDICTS,
-    now: () => number = Date.now,
+    private readonly now: () => number = Date.now,
+    private readonly deniedFirstMs = DENIED_FIRST_MS,
   ) {
     this.#verdicts = new TtlCache(max, now);
   }
@@ -53,8 +71,8 @@ export class Rights {
   /**
    * Whether `asker`'s ServiceAccount may make the request `a` describes: allowed when the right is held cluster-wide
    * (one review for every namespace) or in the namespace for every name (one review for every object of the kind
-   * there), else as RBAC decides for that name. Rejects with the API server's error when a review cannot be made (espejo may not impersonate, an
-   * outage): no verdict is kept then.
+   * there), else as RBAC decides for that name. Rejects with the API server's error when a review cannot be made (an
+   * outage, espejo may not review): no verdict is kept then.
    */
   async may(asker: Asker, a: ResourceAttributes): Promise<Right> {
     // Broadest first: a right held cluster-wide answers for every namespace, one held in a namespace for every name.
@@ -63,8 +81,14 @@ export class Rights {
       ...(a.name !== undefined ? [{ ...a, name: undefined }] : []),
       a,
     ];
-    for (const scope of scopes) if (await this.#review(asker, scope)) return ALLOWED;
-    return { allowed: false, denial: forbiddenMessage(asker.writeAs.username, a) };
+    let until = Infinity;
+    for (const scope of scopes) {
+      const verdict = await this.#review(asker, scope);
+      if (verdict.allowed) return ALLOWED;
+      until = Math.min(until, verdict.until);
+    }
+    const recheckInMs = Math.max(0, until - this.now());
+    return { allowed: false, denial: forbiddenMessage(asker.writeAs.username, a), recheckInMs };
   }
 
   /** The SyncConfig changed or went: its verdicts go, and its next decisions ask again. */
@@ -73,16 +97,21 @@ export class Rights {
     this.#verdicts.deleteIf((key) => key.startsWith(prefix));
   }
 
-  #review(asker: Asker, a: ResourceAttributes): Promise<boolean> {
+  #review(asker: Asker, a: ResourceAttributes): Promise<Verdict> {
     const key = [asker.key, a.verb, a.group, a.resource, a.namespace ?? "", a.name ?? "\0"].join("\0");
     const known = this.#verdicts.get(key);
-    if (known !== undefined) return Promise.resolve(known);
+    if (known && this.now() < known.until) return Promise.resolve(known);
     let asking = this.#asking.get(key);
     if (!asking) {
       const { username, as } = asker.writeAs;
-      asking = reviewUserAccess(this.client, username, a, as.extra).then((v) => {
-        this.#verdicts.set(key, v.allowed, this.ttlMs);
-        return v.allowed;
+      asking = reviewUserAccess(this.client, username, a, as.extra).then(({ allowed }) => {
+        // Denials in a row wait longer each time; an allowed verdict, or none kept, starts the count again.
+        const denials = allowed ? 0 : known && !known.allowed ? known.denials + 1 : 0;
+        const standsMs = allowed ? this.ttlMs : Math.min(this.deniedFirstMs * 2 ** denials, this.ttlMs);
+        const verdict = { allowed, until: this.now() + standsMs, denials };
+        // Kept past its time, so that the next denial knows how many came before.
+        this.#verdicts.set(key, verdict, 2 * this.ttlMs);
+        return verdict;
       }).finally(() => this.#asking.delete(key));
       this.#asking.set(key, asking);
     }

@@ -47,7 +47,7 @@ function view(granted: string[], o: { fail?: Record<string, unknown>; owner?: st
     if (o.fail?.[asker.key]) return Promise.reject(o.fail[asker.key]);
     const ok = granted.includes(line) ||
       granted.includes(`${asker.key} ${a.verb} ${a.resource} ${a.namespace ?? ""}/*`);
-    return Promise.resolve(ok ? { allowed: true } : { allowed: false, denial: `denied: ${line}` });
+    return Promise.resolve(ok ? { allowed: true } : { allowed: false, denial: `denied: ${line}`, recheckInMs: 5000 });
   };
   const v = new DelegatedView({
     rights: { may, forgetConfig: () => {} },
@@ -72,6 +72,7 @@ Deno.test("DelegatedView: a namespace the ServiceAccount may not get is hidden, 
   const seen = await v.of([team], "team-b-1");
   assert.deepEqual([seen.visible, seen.hidden], [[], ["team-a/probe"]]);
   assert.deepEqual(asked, ["team-a/probe get namespaces team-b-1/team-b-1"]);
+  assert.equal(seen.retryInMs, 5000, "the unit comes back when the denial is asked again (a RoleBinding may follow)");
 });
 
 Deno.test("DelegatedView: items whose object the ServiceAccount may not read fail before anything is read", async () => {
@@ -103,7 +104,9 @@ Deno.test("DelegatedView: the refusal reads as the API server's, with the hint t
   const v = new DelegatedView({
     rights: {
       may: (_a, attributes) =>
-        Promise.resolve(attributes.resource === "namespaces" ? { allowed: true } : { allowed: false, denial }),
+        Promise.resolve(
+          attributes.resource === "namespaces" ? { allowed: true } : { allowed: false, denial, recheckInMs: 7000 },
+        ),
       forgetConfig: () => {},
     },
     resolve: () => Promise.resolve(CONFIGMAPS),
@@ -114,6 +117,7 @@ Deno.test("DelegatedView: the refusal reads as the API server's, with the hint t
     seen.refused.get("team-a/t")!.get(".spec.syncItems[0]")!.message,
     /the SyncConfig writes as ServiceAccount team-a\/writer: grant it with a RoleBinding in namespace team-b-1/,
   );
+  assert.equal(seen.retryInMs, 7000, "a refused item is decided again when its denial is asked again");
 });
 
 Deno.test("DelegatedView: a review that cannot be made hides the namespace, comes back, and is said once", async () => {

@@ -64,32 +64,56 @@ Deno.test("Rights: a right limited to a name is found by the last review, and de
   const rights = new Rights(c);
   assert.deepEqual(await rights.may(asker, get("team-b-1", "mine")), { allowed: true });
   const denied = await rights.may(asker, get("team-b-1", "theirs"));
-  assert.deepEqual(denied, {
+  assert.deepEqual({ ...denied, recheckInMs: undefined }, {
     allowed: false,
     denial: 'configmaps "theirs" is forbidden: User "system:serviceaccount:team-a:writer" cannot get resource ' +
       '"configmaps" in API group "" in the namespace "team-b-1"',
+    recheckInMs: undefined,
   });
   assert.equal(specs.length, 4, "cluster-wide and the namespace once, then each name");
 });
 
-Deno.test("Rights: verdicts stand their time, go with the SyncConfig, and concurrent asks share a review", async () => {
+Deno.test("Rights: an allowed verdict stands its time, goes with the SyncConfig, and concurrent asks share a review", async () => {
   let now = 0;
-  const { c, specs } = client(() => false);
+  const { c, specs } = client(() => true);
   const rights = new Rights(c, 1000, 100, () => now);
-  // Denied: reviewed cluster-wide, then in the namespace.
   await Promise.all([rights.may(asker, get("ns")), rights.may(asker, get("ns"))]);
-  assert.equal(specs.length, 2, "one round of reviews for two concurrent asks");
+  assert.equal(specs.length, 1, "one review for two concurrent asks");
   now = 999;
   await rights.may(asker, get("ns"));
-  assert.equal(specs.length, 2, "still standing");
+  assert.equal(specs.length, 1, "still standing");
   now = 1000;
   await rights.may(asker, get("ns"));
-  assert.equal(specs.length, 4, "asked again once expired");
+  assert.equal(specs.length, 2, "asked again once expired");
   rights.forgetConfig("team-a/t");
   await rights.may(asker, get("ns"));
-  assert.equal(specs.length, 6, "asked again once the SyncConfig changed");
+  assert.equal(specs.length, 3, "asked again once the SyncConfig changed");
   await rights.may({ ...asker, key: "team-a/other" }, get("ns"));
-  assert.equal(specs.length, 8, "another SyncConfig asks for itself");
+  assert.equal(specs.length, 4, "another SyncConfig asks for itself");
+});
+
+Deno.test("Rights: a denial is asked again soon, then less and less often, up to the allowed verdict's time", async () => {
+  let now = 0;
+  let allowed = false;
+  const { c, specs } = client(() => allowed);
+  const rights = new Rights(c, 60_000, 100, () => now, 5_000);
+  const stands: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const right = await rights.may(asker, { verb: "get", group: "", resource: "namespaces", name: "ns" });
+    assert.equal(right.allowed, false);
+    if (right.allowed) return;
+    stands.push(right.recheckInMs);
+    now += right.recheckInMs - 1;
+    const before = specs.length;
+    await rights.may(asker, { verb: "get", group: "", resource: "namespaces", name: "ns" });
+    assert.equal(specs.length, before, "not asked again before its time");
+    now += 1;
+  }
+  assert.deepEqual(stands, [5_000, 10_000, 20_000, 40_000, 60_000, 60_000], "doubling, up to the allowed time");
+  allowed = true; // the team bound its ServiceAccount
+  assert.deepEqual(await rights.may(asker, { verb: "get", group: "", resource: "namespaces", name: "ns" }), {
+    allowed: true,
+  });
 });
 
 Deno.test("Rights: at most the bound of verdicts are kept, whatever a team names", async () => {
