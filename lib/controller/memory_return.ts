@@ -17,6 +17,7 @@
  * Its timer is its own, not the work queue's: it waits for the queue to be quiet, which a key in the queue would end,
  * and it is unref'd, so a pending return never keeps the process from ending.
  */
+import { type Later, unrefLater } from "./later.ts";
 import { getLogger } from "@logtape/logtape";
 
 const log = getLogger(["espejo", "memory"]);
@@ -36,13 +37,7 @@ export interface HeapFigures {
 }
 
 /** Runs `fn` after `ms` unless cancelled; the returned function cancels. */
-export type Schedule = (fn: () => void, ms: number) => () => void;
-
-const unrefTimeout: Schedule = (fn, ms) => {
-  const timer = setTimeout(fn, ms);
-  Deno.unrefTimer(timer); // a pending return never keeps the process from ending
-  return () => clearTimeout(timer);
-};
+export type Schedule = Later;
 
 export interface MemoryReturnOptions {
   gc?: Gc;
@@ -64,7 +59,7 @@ export class MemoryReturn {
   constructor(opts: MemoryReturnOptions = {}) {
     this.#gc = "gc" in opts ? opts.gc : (globalThis as { gc?: Gc }).gc;
     this.#heap = opts.heap ?? (() => Deno.memoryUsage());
-    this.#schedule = opts.schedule ?? unrefTimeout;
+    this.#schedule = opts.schedule ?? unrefLater;
     this.#now = opts.now ?? (() => performance.now());
   }
 

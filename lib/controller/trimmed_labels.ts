@@ -19,6 +19,7 @@
  * edits. An ask within the gap does not wait: it is served at the gap's end (the SyncConfig's status then counts the
  * namespace a little later). The first ask after a quiet gap — a new SyncConfig, a restart — is served at once.
  */
+import { type Later, unrefLater } from "./later.ts";
 import { getLogger } from "@logtape/logtape";
 import type { KubeClient } from "../kube/client.ts";
 import { isNotFound } from "../kube/errors.ts";
@@ -30,15 +31,6 @@ const log = getLogger(["espejo", "controller"]);
 
 /** The least time between the starts of two sweeps over the stale namespaces. */
 export const SWEEP_GAP_MS = 10_000;
-
-/** Runs `fn` after `ms` unless cancelled; the returned function cancels. */
-export type Later = (fn: () => void, ms: number) => () => void;
-
-const unrefTimeout: Later = (fn, ms) => {
-  const timer = setTimeout(fn, ms);
-  Deno.unrefTimer(timer); // a pending sweep never keeps the process from ending
-  return () => clearTimeout(timer);
-};
 
 export interface TrimmedLabelsOptions {
   gapMs?: number;
@@ -70,7 +62,7 @@ export class TrimmedLabels {
   ) {
     this.#gapMs = opts.gapMs ?? SWEEP_GAP_MS;
     this.#now = opts.now ?? (() => performance.now());
-    this.#later = opts.later ?? unrefTimeout;
+    this.#later = opts.later ?? unrefLater;
     this.#signal = opts.signal;
     this.#signal?.addEventListener("abort", () => this.#cancel?.(), { once: true });
   }
