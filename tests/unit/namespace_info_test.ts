@@ -77,7 +77,11 @@ Deno.test("Registry: a namespace trimmed before a SyncConfig that reads another 
   registry.compile("espejo/tier", config("tier", "tier") as SyncConfig);
   assert.equal(registry.labelsKnown(trimmed), false, "tier was left out when it was trimmed");
   assert.deepEqual(registry.selecting(trimmed), ["espejo/team"], "team's keys were kept: its selection stands");
-  assert.deepEqual(registry.unknownFor(trimmed), ["espejo/tier"], "tier's is unknown, not empty: the unit holds it off");
+  assert.deepEqual(
+    registry.unknownFor(trimmed),
+    ["espejo/tier"],
+    "tier's is unknown, not empty: the unit holds it off",
+  );
   const reread = namespaceInfo(ns(hugeLabels({ team: "a", tier: "a" })), trimmed, 2, registry.labelKeys);
   assert.deepEqual(registry.selecting(reread), ["espejo/team", "espejo/tier"]);
   const small = namespaceInfo(ns({ team: "a", tier: "a" }), undefined, 1);
