@@ -6,13 +6,14 @@
  * `recordChange`), since an Event names the object and what was done to it, which the counts do not keep.
  */
 import type { ItemCounts } from "../model/status.ts";
-import type { CompiledSyncConfig } from "../model/syncconfig.ts";
+import type { CompiledSyncConfig, CompileResult } from "../model/syncconfig.ts";
+import { conflictsIn, type Contradictions, contradictions } from "../model/contradictions.ts";
 import type { Executor } from "../sync/executor.ts";
 import type { LargeGate } from "../sync/large_gate.ts";
-import type { ItemAction } from "../sync/failures.ts";
+import type { ItemAction, ItemResult } from "../sync/failures.ts";
 import { type LoggedFailure, syncConfigInNamespace } from "../sync/namespace_sync.ts";
 import { foldSteps, NO_STEP, type Step } from "../sync/step.ts";
-import type { DelegatedView } from "../sync/delegated_view.ts";
+import type { DelegatedView, NamespaceView } from "../sync/delegated_view.ts";
 import type { ConfigChanges } from "./config_changes.ts";
 import type { PruneStep } from "./prune_step.ts";
 import type { SyncEvents } from "./sync_events.ts";
@@ -53,6 +54,13 @@ export interface UnitResult extends Step {
   failed: boolean;
 }
 
+const NO_VIEW: NamespaceView = { visible: [], hidden: [], deferred: [], refused: new Map(), retry: false };
+const NO_CONTESTS: Contradictions = new Map();
+
+/** The compiled SyncConfig of `result` if it is valid and trusted. */
+const trustedConfig = (result: CompileResult | undefined): CompiledSyncConfig[] =>
+  result?.ok && result.config.trusted ? [result.config] : [];
+
 export class NamespaceUnit {
   constructor(private readonly d: NamespaceUnitDeps) {}
 
@@ -90,27 +98,37 @@ export class NamespaceUnit {
       if (selecting.has(cfgKey)) targeted.push(result.config);
       else if (!unknown.includes(cfgKey)) unselected.push(cfgKey);
     }
-    // A SyncConfig of an untrusted namespace sees only what its ServiceAccount may read (delegated_view.ts): out of
-    // its view it is neither synced nor counted here (what it created is not pruned for that: `selecting` keeps it).
-    const view = await this.d.view.of(targeted, name);
-    unselected.push(...view.hidden);
-    // Items of these SyncConfigs that contradict each other (one deletes what another syncs) are decided here, once,
-    // for all of them, by precedence (lib/model/contradictions.ts), rather than raced against each other on every sync.
-    const contested = await this.d.view.contests(view, name);
+    // Items that contradict each other (one deletes what another syncs) are decided here, once, by precedence
+    // (lib/model/contradictions.ts), rather than raced against each other on every sync. A trusted SyncConfig's items
+    // depend on trusted ones only (those whose selection is unknown here included: they may select it), so they are
+    // decided and synced at once, without waiting for what the untrusted ones may see.
+    const trusted = targeted.filter((c) => c.trusted);
+    const untrusted = targeted.filter((c) => !c.trusted);
+    const contenders = [...trusted, ...unknown.flatMap((k) => trustedConfig(registry.get(k)?.result))];
+    const trustedContests = contradictions(conflictsIn(contenders, name));
     const { executor } = this.d;
     const recordChange = (k: string, a: ItemAction, ns: string) => this.d.syncEvents.recordChange(k, a, ns);
-    const results = await Promise.all(
-      view.visible.map((cfg) =>
-        syncConfigInNamespace(executor, cfg, name, recordChange, contested.get(cfg.key), view.refused.get(cfg.key))
-      ),
-    );
+    const sync = (cfg: CompiledSyncConfig, contested: Contradictions, refused?: ReadonlyMap<string, ItemResult>) =>
+      syncConfigInNamespace(executor, cfg, name, recordChange, contested.get(cfg.key), refused);
+    const trustedRuns = trusted.map((cfg) => sync(cfg, trustedContests));
+    // A SyncConfig of an untrusted namespace sees only what its ServiceAccount may read (delegated_view.ts): out of its
+    // view it is neither synced nor counted here; deferred (its reviews wait), neither synced nor uncounted. What it
+    // created here is not pruned for either: `selecting` keeps it.
+    const view = untrusted.length ? await this.d.view.of(untrusted, name) : NO_VIEW;
+    unselected.push(...view.hidden);
+    const contested = view.visible.length ? await this.d.view.contests(view, name, contenders) : NO_CONTESTS;
+    const synced = [...trusted, ...view.visible];
+    const results = await Promise.all([
+      ...trustedRuns,
+      ...view.visible.map((cfg) => sync(cfg, contested, view.refused.get(cfg.key))),
+    ]);
     // What SyncConfigs with pruning on created here and no longer want (after the writes: an item renamed in the
     // same generation is created under its new name first).
     this.d.configs.catchUp(); // an edit that came in during the writes (a revert, another SyncConfig's claim) counts
     const pruned = ns && prunes ? await this.d.pruning.pruneNamespace(ns, pruneSelecting, prunes) : NO_STEP;
     const configs: ConfigCounts[] = [];
     const stale: string[] = [];
-    view.visible.forEach((cfg, i) => {
+    synced.forEach((cfg, i) => {
       const current = registry.get(cfg.key)?.result;
       if (current?.ok && current.config === cfg) configs.push({ cfgKey: cfg.key, ...results[i] });
       else stale.push(cfg.key);

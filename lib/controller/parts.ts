@@ -152,7 +152,6 @@ export function buildParts(base: PartsBase): ControllerParts {
   const view = new DelegatedView({
     rights: new Rights(client),
     resolve: async (apiVersion, kind) => namespacedOnly(await discovery.resolve(apiVersion, kind), apiVersion),
-    ownerOf: (r, ns, name) => caches.managed(r).get(`${ns}/${name}`)?.owner,
     onReviewFailed: (cfgKey, message) => {
       const sc = syncConfigs.get(cfgKey);
       if (sc) void events.emit(refOf(sc), "Warning", "SyncFailed", message);

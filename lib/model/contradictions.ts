@@ -10,10 +10,15 @@
  *    and fails on its own side with the API server's answer, while the other SyncConfig's item goes on. So a team
  *    cannot switch off another's item where its ServiceAccount has no right.
  * 2. Trust outranks: a trusted contender's item is performed, an untrusted one's on the other side fails.
- * 3. Between untrusted contenders, the holder of the object (its owner annotation names a SyncConfig with a syncItem for
- *    it here) keeps it against the others.
- * 4. Otherwise neither item is performed, and each fails naming the other, as two syncItems naming one object do
- *    (lib/model/syncconfig.ts, `markShadowed`).
+ * 3. Between untrusted contenders, the syncItem is performed and the deleteItem fails: what a team syncs is kept against
+ *    another team's deleteItem, whether the object is there now or not (no marker a tenant can remove or rewrite, nor
+ *    a deletion, decides it).
+ * 4. Between trusted contenders neither item is performed, and each fails naming the other, as two syncItems naming one
+ *    object do (lib/model/syncconfig.ts, `markShadowed`).
+ *
+ * Where a team's right could not be asked (an outage, its reviews past their pace), its item fails for now and is tried
+ * again, and contests nothing; and while a team's syncItem is so undecided, no team's deleteItem of the object goes
+ * on: an object is never lost because its keeper's review did not answer, and trusted items never wait for one.
  *
  * An untrusted SyncConfig is told the names of SyncConfigs of its own namespace only, which its team can read; others
  * are "another SyncConfig".
@@ -30,6 +35,8 @@ export interface Contest {
   /** The object's name, rendered in the namespace. */
   name: string;
   problem: string;
+  /** Not decided (a right could not be asked): tried again, not kept as the answer. */
+  undecided?: true;
 }
 
 /** By SyncConfig key, then by item field (`.spec.deleteItems[0]`). */
@@ -59,14 +66,15 @@ export interface Conflict {
 
 /** What precedence needs besides the SyncConfigs, asked by the caller. */
 export interface ContestFacts {
-  /** Whether the untrusted SyncConfig's item may write the object it names, asked as its ServiceAccount. */
-  mayWrite(claim: Claim): boolean;
-  /** The SyncConfig whose owner annotation holds the object, when it is one of the conflict's syncers. */
-  holder(conflict: Conflict): string | undefined;
+  /**
+   * Whether the untrusted SyncConfig's item may write the object it names, asked for its ServiceAccount; undefined:
+   * it could not be asked.
+   */
+  mayWrite(claim: Claim): boolean | undefined;
 }
 
-/** Every item contends and no one holds anything: `espejo plan` without `--check-rights`. */
-export const CONTENDING: ContestFacts = { mayWrite: () => true, holder: () => undefined };
+/** Every item contends: `espejo plan`, which does not ask. */
+export const CONTENDING: ContestFacts = { mayWrite: () => true };
 
 /**
  * The conflicts among `configs` (the valid SyncConfigs that select `namespace`). `excluded`: items that fail before
@@ -97,27 +105,37 @@ export function conflictsIn(
 /** The contested items of `conflicts`, by the precedence of the file comment; empty when none is. */
 export function contradictions(conflicts: readonly Conflict[], facts: ContestFacts = CONTENDING): Contradictions {
   const out = new Map<string, Map<string, Contest>>();
-  const contends = (c: Claim) => c.trusted || facts.mayWrite(c);
+  const put = (item: Claim, contest: Omit<Contest, "kind" | "name">) => {
+    let items = out.get(item.cfgKey);
+    if (!items) out.set(item.cfgKey, items = new Map());
+    items.set(item.field, { kind: item.kind, name: item.name, ...contest });
+  };
   for (const conflict of conflicts) {
-    const deleters = conflict.deleters.filter(contends);
+    const undecided = (c: Claim) => !c.trusted && facts.mayWrite(c) === undefined;
+    // A team's syncItem whose rights could not be asked may keep the object: no team's deleteItem goes on meanwhile.
+    const keeping = conflict.syncers.filter(undecided);
+    for (const c of [...conflict.deleters, ...conflict.syncers]) {
+      if (undecided(c)) put(c, undecidedContest([c], c));
+      else if (keeping.length && !c.trusted && c.list === "deleteItems") put(c, undecidedContest(keeping, c));
+    }
+    const contends = (c: Claim) => c.trusted || facts.mayWrite(c) === true;
+    const deleters = conflict.deleters.filter((c) => contends(c) && (c.trusted || !keeping.length));
     const syncers = conflict.syncers.filter(contends);
     if (!deleters.length || !syncers.length) continue;
-    const holder = facts.holder(conflict);
-    const decide = (item: Claim, others: Claim[], verb: "sync" | "delete") => {
-      const problem = contestProblem(item, others, verb, holder);
-      if (!problem) return;
-      let items = out.get(item.cfgKey);
-      if (!items) out.set(item.cfgKey, items = new Map());
-      items.set(item.field, { kind: item.kind, name: item.name, problem });
-    };
-    for (const d of deleters) decide(d, syncers, "sync");
-    for (const s of syncers) decide(s, deleters, "delete");
+    for (const d of deleters) {
+      const problem = contestProblem(d, syncers, "sync");
+      if (problem) put(d, { problem });
+    }
+    for (const s of syncers) {
+      const problem = contestProblem(s, deleters, "delete");
+      if (problem) put(s, { problem });
+    }
   }
   return out;
 }
 
 /** Why `item` is not performed against the contenders `others` (who `verb` the object), or undefined: it is. */
-function contestProblem(item: Claim, others: Claim[], verb: string, holder: string | undefined): string | undefined {
+function contestProblem(item: Claim, others: Claim[], verb: "sync" | "delete"): string | undefined {
   const trusted = others.filter((o) => o.trusted);
   const what = (against: Claim[]) => {
     const names = [...new Set(against.map((o) => nameFor(o, item)))].sort();
@@ -130,13 +148,21 @@ function contestProblem(item: Claim, others: Claim[], verb: string, holder: stri
     return `${what(trusted)}: a SyncConfig of a trusted namespace outranks this one, whose namespace is not ` +
       "trusted (docs/delegation.md)";
   }
-  if (holder === item.cfgKey) return undefined;
-  const holding = others.filter((o) => o.cfgKey === holder);
-  if (holding.length) {
-    return `${what(holding)} and holds it: the SyncConfig that holds an object keeps it against another of an ` +
-      "untrusted namespace (docs/delegation.md)";
-  }
-  return `${what(others)}: neither is done while both name it`;
+  // Both of untrusted namespaces: the syncItem keeps the object.
+  if (item.list === "syncItems") return undefined;
+  return `${what(others)}: what a SyncConfig of an untrusted namespace syncs is kept against another's deleteItem ` +
+    "(docs/delegation.md)";
+}
+
+/** Not decided for `item`: the rights of the ServiceAccount of `unasked` (its own, or a syncItem's) could not be asked. */
+function undecidedContest(unasked: Claim[], item: Claim): Omit<Contest, "kind" | "name"> {
+  const whose = [...new Set(unasked.map((c) => namedTo(c, item)))].sort().join(" and ");
+  const problem = unasked.some((c) => c.cfgKey === item.cfgKey)
+    ? "names an object another item names here, and whether its ServiceAccount may write it could not be reviewed: " +
+      "not done until it is"
+    : `names an object ${whose} syncs here, whose ServiceAccount's right to write it could not be reviewed: not ` +
+      "deleted until it is";
+  return { problem, undecided: true };
 }
 
 /** How `other` is named to the SyncConfig of `to`: by name only to trusted ones and within one namespace. */
@@ -144,6 +170,12 @@ function nameFor(other: Claim, to: Claim): string {
   if (other.cfgKey === to.cfgKey) return `${other.field} of this SyncConfig`;
   if (to.trusted || other.cfgNamespace === to.cfgNamespace) return `${other.field} of SyncConfig ${other.cfgKey}`;
   return other.trusted ? "an item of a SyncConfig of a trusted namespace" : "an item of another SyncConfig";
+}
+
+/** The SyncConfig of `other` as named to that of `to`: see {@link nameFor}. */
+function namedTo(other: Claim, to: Claim): string {
+  if (other.cfgKey === to.cfgKey) return "this SyncConfig";
+  return to.trusted || other.cfgNamespace === to.cfgNamespace ? `SyncConfig ${other.cfgKey}` : "another SyncConfig";
 }
 
 const claimOf = (

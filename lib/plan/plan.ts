@@ -265,7 +265,12 @@ async function planItem(
       // It exists without espejo's label: the controller adopts it, as the planner decides.
       const adoption = planAdoption({ cfgKey: cfg.key, resource, namespace, name }, liveParts(live), view);
       if (adoption.kind === "held") {
-        return { ...entry, action: "fail", reason: fail(new OwnedByOther(adoption.owner)).message, terminal: true };
+        return {
+          ...entry,
+          action: "fail",
+          reason: fail(new OwnedByOther(adoption.owner, cfg)).message,
+          terminal: true,
+        };
       }
       const changes = fieldDiff(desired, live, resource);
       return { ...entry, action: "adopt", reason: "it exists without espejo's label", changes };

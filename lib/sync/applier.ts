@@ -34,6 +34,8 @@ export interface WriteSink {
 /** One object being written for one SyncConfig. */
 export interface WriteTarget {
   cfgKey: string;
+  /** The SyncConfig is of a trusted namespace (told the name of a SyncConfig that holds the object, whatever it is). */
+  trusted: boolean;
   /** Sent as this user (the SyncConfig's ServiceAccount); undefined: as espejo. */
   as?: Impersonation;
   /** When a refused update becomes a replace (the planner's decision). */
@@ -72,7 +74,7 @@ export class Applier {
     }
     const current = await this.#read(t);
     const adoption = planAdoption(siteOf(t), liveParts(current), this);
-    if (adoption.kind === "held") throw new OwnedByOther(adoption.owner);
+    if (adoption.kind === "held") throw new OwnedByOther(adoption.owner, claimantOf(t));
     // Someone may be writing it right now: a re-read on a conflict is still fine here (one create found it).
     return await this.update({ ...t, contested: false }, adoption.live, "it existed without espejo's label");
   }
@@ -104,7 +106,7 @@ export class Applier {
         // an item for the object has taken it meanwhile.
         const current = await this.#read(t);
         const holder = heldByOther(current.metadata?.annotations?.[OWNER_ANNOTATION], siteOf(t), this);
-        if (holder) throw new OwnedByOther(holder);
+        if (holder) throw new OwnedByOther(holder, claimantOf(t));
         t.sink.written(await this.#write(t, "PUT", pathOf(t), bodyAt(t.desired, liveParts(current))));
         this.onWrite("update");
         return { action: "update", reason };
@@ -228,3 +230,5 @@ export function liveParts(o: KubeObject): LiveParts {
     createdBy: o.metadata?.annotations?.[CREATED_ANNOTATION],
   };
 }
+
+const claimantOf = (t: WriteTarget) => ({ key: t.cfgKey, trusted: t.trusted });

@@ -8,18 +8,20 @@
  *   counts or says anything about it, not even that its selector admits the namespace (the namespace's labels and
  *   existence are not the team's to read). What it created there is not pruned for that: it is out of sight, not out
  *   of the selector.
- * - **Each item's object.** A syncItem needs `get` on its object; a deleteItem `get` or `delete` (with `delete`, what
- *   espejo's cache says of the object is what the ServiceAccount could learn by deleting it). Without, the item fails
- *   with the API server's words for the right it lacks, before anything is read: the same whether the object exists.
+ * - **Each item's kind.** A syncItem needs `get` on its kind in the namespace; a deleteItem `get` or `delete` (with
+ *   `delete`, what espejo's cache says of the object is what the ServiceAccount could learn by deleting it). Without,
+ *   the item fails with the API server's words for the right it lacks, before anything is read: the same whether the
+ *   object exists.
  * - **Contests** (lib/model/contradictions.ts): whether its item may write the object another item names.
  *
- * A trusted SyncConfig sees everything: nothing is asked for it, so units of trusted SyncConfigs send nothing more.
+ * Nothing here waits for a team: when its reviews are past their pace, or a review fails, the SyncConfig is deferred
+ * in the unit (neither synced nor counted nor uncounted there) and the unit comes back. A trusted SyncConfig is asked
+ * nothing and waits for nothing: its items' precedence does not depend on untrusted ones (the unit syncs them at once).
  */
 import { getLogger } from "@logtape/logtape";
 import type { ResourceInfo } from "../kube/discovery.ts";
 import {
   type Claim,
-  type Conflict,
   conflictsIn,
   type ContestFacts,
   type Contradictions,
@@ -29,8 +31,7 @@ import type { CompiledSyncConfig, DeleteItemSpec, SyncItemSpec } from "../model/
 import { renderTemplate } from "../model/template.ts";
 import { AccessDenied, failure, type ItemResult, reasonOf } from "./failures.ts";
 import { deleteItemSite, syncItemSite } from "./planner.ts";
-import type { Asker, Right, Rights } from "./rights.ts";
-import { isRetriable } from "../kube/errors.ts";
+import { type Asker, ReviewsPaced, type Right, type Rights } from "./rights.ts";
 
 const log = getLogger(["espejo", "delegation"]);
 
@@ -40,23 +41,23 @@ export interface DelegatedViewDeps {
   rights: Pick<Rights, "may" | "forgetConfig">;
   /** The namespaced resource of an item's kind (discovery). */
   resolve(apiVersion: string, kind: string): Promise<ResourceInfo>;
-  /** The SyncConfig the owner annotation of the cached object names, if it is cached. */
-  ownerOf(resource: ResourceInfo, namespace: string, name: string): string | undefined;
   /** A review for SyncConfig `cfgKey` could not be made; said once per cause until the SyncConfig changes. */
   onReviewFailed?(cfgKey: string, message: string): void;
 }
 
-/** The SyncConfigs that select a namespace, as each may see it. */
+/** The untrusted SyncConfigs that select a namespace, as each may see it. */
 export interface NamespaceView {
-  /** Every trusted one, and each untrusted one whose ServiceAccount may get the namespace. */
+  /** Those whose ServiceAccount may get the namespace: synced here. */
   visible: CompiledSyncConfig[];
-  /** Untrusted ones whose ServiceAccount may not get the namespace, or whose review failed: not synced or counted. */
+  /** Those whose ServiceAccount may not: not synced or counted here (their counts here go). */
   hidden: string[];
+  /** Those not decided in this unit (reviews past their pace, or failed): neither synced nor uncounted here. */
+  deferred: string[];
   /** Items that fail before anything is decided for them, by SyncConfig and field. */
   refused: Map<string, Map<string, Failed>>;
-  /** A review failed for a passing reason (an outage): the unit comes back. */
+  /** A review failed: the unit comes back with back-off. */
   retry: boolean;
-  /** A denial that hid the namespace or refused an item is asked again then: the unit comes back to decide again. */
+  /** A denial or the pace hid something, decided again then: the unit comes back. */
   retryInMs?: number;
 }
 
@@ -66,63 +67,65 @@ export class DelegatedView {
 
   constructor(private readonly d: DelegatedViewDeps) {}
 
-  /** What each of `configs` (the valid SyncConfigs that select `namespace`) may see of it. */
+  /** What each of the untrusted `configs` (valid, selecting `namespace`) may see of it. */
   async of(configs: readonly CompiledSyncConfig[], namespace: string): Promise<NamespaceView> {
-    const view: NamespaceView = { visible: [], hidden: [], refused: new Map(), retry: false };
-    await Promise.all(configs.map(async (cfg) => {
+    const view: NamespaceView = { visible: [], hidden: [], deferred: [], refused: new Map(), retry: false };
+    const comeBack = (ms: number) => view.retryInMs = Math.min(view.retryInMs ?? ms, ms);
+    const seen = await Promise.all(configs.map(async (cfg) => {
       const asker = askerOf(cfg);
-      if (!asker) return view.visible.push(cfg);
+      if (!asker) return "visible";
       try {
-        const ns = await this.d.rights.may(asker, {
-          verb: "get",
-          group: "",
-          resource: "namespaces",
-          namespace, // a RoleBinding in the namespace grants get on it: the API server asks in the namespace too
-          name: namespace,
-        });
+        // A RoleBinding in the namespace grants get on it: the API server asks in the namespace too.
+        const ns = await this.d.rights.may(asker, { verb: "get", group: "", resource: "namespaces", namespace });
         if (!ns.allowed) {
-          comeBack(view, ns.recheckInMs);
-          return view.hidden.push(cfg.key);
+          comeBack(ns.recheckInMs);
+          return "hidden";
         }
-        const refused = await this.#refusedItems(cfg, asker, namespace, (ms) => comeBack(view, ms));
+        const refused = await this.#refusedItems(cfg, asker, namespace, comeBack);
         if (refused.size) view.refused.set(cfg.key, refused);
-        view.visible.push(cfg);
+        return "visible";
       } catch (e) {
-        view.hidden.push(cfg.key);
-        view.retry ||= isRetriable(e);
-        this.#reviewFailed(cfg, e);
+        if (e instanceof ReviewsPaced) comeBack(e.retryInMs);
+        else {
+          view.retry = true;
+          this.#reviewFailed(cfg, e);
+        }
+        return "deferred";
       }
     }));
-    // In the order the SyncConfigs came (Promise.all's pushes come in the order the reviews end).
-    const order = new Map(configs.map((c, i) => [c.key, i]));
-    view.visible.sort((a, b) => order.get(a.key)! - order.get(b.key)!);
+    configs.forEach((cfg, i) => {
+      if (seen[i] === "visible") view.visible.push(cfg);
+      else view[seen[i]].push(cfg.key);
+    });
     return view;
   }
 
   /**
-   * The contested items of the visible SyncConfigs (lib/model/contradictions.ts), with the rights of untrusted
-   * contenders asked as their ServiceAccounts; a refused item contests nothing.
+   * The contested items of the visible untrusted SyncConfigs (lib/model/contradictions.ts) against each other and
+   * against `trusted` (the trusted SyncConfigs that select the namespace, or may: their items contest whether performed
+   * here or not), with the rights of untrusted contenders asked for their ServiceAccounts; a refused item contests
+   * nothing. A right that cannot be asked leaves its object undecided.
    */
-  async contests(view: NamespaceView, namespace: string): Promise<Contradictions> {
+  async contests(
+    view: NamespaceView,
+    namespace: string,
+    trusted: readonly CompiledSyncConfig[],
+  ): Promise<Contradictions> {
     const excluded = (cfgKey: string, field: string) => view.refused.get(cfgKey)?.has(field) === true;
-    const conflicts = conflictsIn(view.visible, namespace, excluded);
+    const conflicts = conflictsIn([...trusted, ...view.visible], namespace, excluded)
+      .filter((c) => [...c.deleters, ...c.syncers].some((claim) => !claim.trusted));
     if (!conflicts.length) return new Map();
     const byKey = new Map(view.visible.map((c) => [c.key, c]));
-    const writable = new Map<Claim, boolean>();
-    const holders = new Map<Conflict, string | undefined>();
-    await Promise.all(conflicts.map(async (conflict) => {
-      const untrusted = [...conflict.deleters, ...conflict.syncers].filter((c) => !c.trusted);
-      if (!untrusted.length) return;
-      holders.set(conflict, await this.#holder(conflict, namespace));
-      await Promise.all(untrusted.map(async (claim) => {
-        writable.set(claim, await this.#mayWrite(byKey.get(claim.cfgKey)!, claim, namespace).catch(() => false));
-      }));
-    }));
-    const facts: ContestFacts = {
-      mayWrite: (claim) => writable.get(claim) ?? false,
-      holder: (conflict) => holders.get(conflict),
-    };
-    return contradictions(conflicts, facts);
+    const writable = new Map<Claim, boolean | undefined>();
+    await Promise.all(
+      conflicts.flatMap((c) => [...c.deleters, ...c.syncers]).filter((c) => !c.trusted).map(
+        async (claim) => writable.set(claim, await this.#mayWrite(byKey.get(claim.cfgKey)!, claim, namespace)),
+      ),
+    );
+    const facts: ContestFacts = { mayWrite: (claim) => writable.get(claim) };
+    // A trusted SyncConfig's items are decided without the untrusted ones, by the unit.
+    const isTrusted = new Set(trusted.map((c) => c.key));
+    return new Map([...contradictions(conflicts, facts)].filter(([cfgKey]) => !isTrusted.has(cfgKey)));
   }
 
   /** The SyncConfig changed or went: its rights are asked again, and its review failures said again. */
@@ -131,31 +134,39 @@ export class DelegatedView {
     this.#said.delete(cfgKey);
   }
 
-  /** The items of untrusted `cfg` whose ServiceAccount may not read their object in `namespace`. */
+  /** The items of untrusted `cfg` whose ServiceAccount may not read their kind in `namespace`. */
   async #refusedItems(
     cfg: CompiledSyncConfig,
     asker: Asker,
     namespace: string,
-    recheckIn: (ms: number) => void,
+    comeBack: (ms: number) => void,
   ): Promise<Map<string, Failed>> {
     const refused = new Map<string, Failed>();
     const check = async (item: SyncItemSpec | DeleteItemSpec, list: "syncItems" | "deleteItems") => {
       if (item.problem) return; // fails as it is, before any request
-      const resource = await this.d.resolve(item.apiVersion, item.kind).catch(() => undefined);
-      if (!resource) return; // an unknown kind fails in the executor, the same in every namespace
       const name = renderTemplate(item.name, namespace);
-      const object = { group: resource.group, resource: resource.resource, namespace, name };
-      let right = await this.d.rights.may(asker, { verb: "get", ...object });
+      const field = `.spec.${list}[${item.index}]`;
+      const fail = failure(
+        list === "syncItems"
+          ? syncItemSite({ cfg, namespace }, item as SyncItemSpec, name)
+          : deleteItemSite({ cfg, namespace }, item as DeleteItemSpec, name),
+      );
+      let resource: ResourceInfo;
+      try {
+        resource = await this.d.resolve(item.apiVersion, item.kind);
+      } catch (e) {
+        // Not decided from the cache either: the item fails with why the kind is not known (retried if it passes).
+        return void refused.set(field, fail(e));
+      }
+      const kind = { group: resource.group, resource: resource.resource, namespace, name };
+      let right: Right = await this.d.rights.may(asker, { verb: "get", ...kind });
       if (!right.allowed && list === "deleteItems") {
-        const del = await this.d.rights.may(asker, { verb: "delete", ...object });
+        const del = await this.d.rights.may(asker, { verb: "delete", ...kind });
         if (del.allowed) right = del;
       }
       if (right.allowed) return;
-      recheckIn(right.recheckInMs);
-      const site = list === "syncItems"
-        ? syncItemSite({ cfg, namespace }, item as SyncItemSpec, name)
-        : deleteItemSite({ cfg, namespace }, item as DeleteItemSpec, name);
-      refused.set(`.spec.${list}[${item.index}]`, failure(site)(new AccessDenied(right.denial, list)));
+      comeBack(right.recheckInMs);
+      refused.set(field, fail(new AccessDenied(right.denial, list)));
     };
     await Promise.all([
       ...cfg.syncItems.map((i) => check(i, "syncItems")),
@@ -164,27 +175,22 @@ export class DelegatedView {
     return refused;
   }
 
-  /** Whether the claim's ServiceAccount may write its object: delete it, or create and update it. */
-  async #mayWrite(cfg: CompiledSyncConfig, claim: Claim, namespace: string): Promise<boolean> {
+  /**
+   * Whether the claim's ServiceAccount may write its object: delete it, or create and update it; undefined when that
+   * could not be asked.
+   */
+  async #mayWrite(cfg: CompiledSyncConfig, claim: Claim, namespace: string): Promise<boolean | undefined> {
     const asker = askerOf(cfg);
     if (!asker) return true;
-    const resource = await this.d.resolve(claim.apiVersion, claim.kind);
-    const object = { group: resource.group, resource: resource.resource, namespace };
-    const allowed = (r: Right) => r.allowed;
-    if (claim.list === "deleteItems") {
-      return allowed(await this.d.rights.may(asker, { verb: "delete", ...object, name: claim.name }));
+    try {
+      const resource = await this.d.resolve(claim.apiVersion, claim.kind);
+      const kind = { group: resource.group, resource: resource.resource, namespace };
+      const may = async (verb: string) => (await this.d.rights.may(asker, { verb, ...kind })).allowed;
+      if (claim.list === "deleteItems") return await may("delete");
+      return await may("create") && await may("update");
+    } catch {
+      return undefined;
     }
-    // A create names no object to the authorizer: RBAC cannot grant it by name.
-    return allowed(await this.d.rights.may(asker, { verb: "create", ...object })) &&
-      allowed(await this.d.rights.may(asker, { verb: "update", ...object, name: claim.name }));
-  }
-
-  /** The syncing SyncConfig whose owner annotation is on the cached object, if any. */
-  async #holder(conflict: Conflict, namespace: string): Promise<string | undefined> {
-    const [s] = conflict.syncers;
-    const resource = await this.d.resolve(s.apiVersion, s.kind).catch(() => undefined);
-    const owner = resource && this.d.ownerOf(resource, namespace, s.name);
-    return conflict.syncers.some((c) => c.cfgKey === owner) ? owner : undefined;
   }
 
   #reviewFailed(cfg: CompiledSyncConfig, e: unknown): void {
@@ -200,15 +206,10 @@ export class DelegatedView {
   }
 }
 
-/** The unit comes back after `ms` at the latest, to decide again what a denial decided. */
-function comeBack(view: NamespaceView, ms: number): void {
-  view.retryInMs = Math.min(view.retryInMs ?? ms, ms);
-}
-
 /** Distinct review failures said per SyncConfig until it changes: an outage's messages vary. */
 const MAX_SAID = 8;
 
 /** Who reviews are asked for: the ServiceAccount of an untrusted SyncConfig; none for a trusted one. */
 function askerOf(cfg: CompiledSyncConfig): Asker | undefined {
-  return !cfg.trusted && cfg.writeAs ? { key: cfg.key, writeAs: cfg.writeAs } : undefined;
+  return !cfg.trusted && cfg.writeAs ? { key: cfg.key, namespace: cfg.namespace, writeAs: cfg.writeAs } : undefined;
 }

@@ -250,6 +250,7 @@ export class Executor {
     const cache = this.caches.managed(t.resource);
     return {
       cfgKey: t.cfg.key,
+      trusted: t.cfg.trusted,
       as: t.cfg.writeAs?.as,
       replace: plan.replace,
       contested: plan.kind === "update" && plan.contested,

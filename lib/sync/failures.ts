@@ -108,7 +108,7 @@ export function specProblem(syncConfig: string, item: string, problem: string): 
 
 /**
  * An item (`field`) of SyncConfig `syncConfig` that contradicts another in `namespace` (lib/model/contradictions.ts):
- * nothing is sent for it until one of the two SyncConfigs changes.
+ * nothing is sent for it until one of the two SyncConfigs changes (or, undecided, until the rights are asked again).
  */
 export function contradicted(
   syncConfig: string,
@@ -118,7 +118,8 @@ export function contradicted(
 ): ItemResult & { state: "failed" } {
   const site = { syncConfig, namespace, item: field, kind: c.kind, name: c.name };
   const fields = { item: field, kind: c.kind, name: c.name, error: c.problem };
-  return { state: "failed", message: `${siteText(site)}: ${c.problem}`, fields, terminal: true };
+  // Undecided (a right could not be asked): tried again with back-off, not kept as the answer.
+  return { state: "failed", message: `${siteText(site)}: ${c.problem}`, fields, terminal: !c.undecided };
 }
 
 /** Whether the same request can only fail again until something changes (see the file comment). */
@@ -134,10 +135,15 @@ export function tryOutcomeOf(e: unknown): TryOutcome {
   return isTerminal(e) ? "terminal" : "transient";
 }
 
-/** The object is held by another SyncConfig that has an item for it. */
+/**
+ * The object is held by another SyncConfig that has an item for it. `claimant`: the SyncConfig that wanted it; one of
+ * an untrusted namespace is told the holder's name only if it is of its own namespace (lib/model/contradictions.ts).
+ */
 export class OwnedByOther extends Error {
-  constructor(readonly owner: string) {
-    super(`the object is already managed by SyncConfig ${owner}; two SyncConfigs cannot write the same object`);
+  constructor(readonly owner: string, claimant?: { key: string; trusted: boolean }) {
+    const sameNamespace = owner.split("/")[0] === claimant?.key.split("/")[0];
+    const shown = !claimant || claimant.trusted || sameNamespace ? `SyncConfig ${owner}` : "another SyncConfig";
+    super(`the object is already managed by ${shown}; two SyncConfigs cannot write the same object`);
     this.name = "OwnedByOther";
   }
 }

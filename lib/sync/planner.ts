@@ -164,7 +164,10 @@ export function planSyncItem(t: SyncTarget, view: PlanView): { plan: SyncPlan; m
   const owner = observed?.owner;
   const holder = heldByOther(owner, { cfgKey: t.cfg.key, resource: t.resource, namespace: t.namespace, name }, view);
   if (holder) {
-    return { plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(holder)) }, keys };
+    return {
+      plan: { kind: "fail", result: failure(syncItemSite(t, t.item, name))(new OwnedByOther(holder, t.cfg)) },
+      keys,
+    };
   }
   const assessment = observed && assess(t.desired, t.hash, observed, view.serverAdds(keys.itemKey));
   const memo = assessment?.memo;

@@ -10,6 +10,7 @@ import type { SyncConfig } from "../../lib/model/syncconfig.ts";
 import type { ItemResult } from "../../lib/sync/failures.ts";
 import type { Step } from "../../lib/sync/step.ts";
 import { DelegatedView } from "../../lib/sync/delegated_view.ts";
+import { ReviewsPaced } from "../../lib/sync/rights.ts";
 
 const NS: NamespaceInfo = { name: "team-a", labels: { team: "a" }, phase: "Active" };
 
@@ -55,7 +56,6 @@ function unit(
     view: new DelegatedView({
       rights: { may: () => Promise.reject(new Error("asked")), forgetConfig: () => {} },
       resolve: () => Promise.reject(new Error("resolved")),
-      ownerOf: () => undefined,
     }),
     large: { began: (name) => turns.push(`began ${name}`), ended: (name) => turns.push(`ended ${name}`) },
   });
@@ -191,4 +191,68 @@ Deno.test("NamespaceUnit.run tells the turns at large objects that it ended when
   );
   await assert.rejects(u.run("team-a"), /prune step broke/);
   assert.deepEqual(turns, ["began team-a", "ended team-a"]);
+});
+
+Deno.test("NamespaceUnit.run syncs a trusted SyncConfig without waiting for a team's reviews, and defers the team's while they wait", async () => {
+  const registry = new Registry<NamespaceInfo>(undefined, { trustedNamespaces: ["espejo"] });
+  registry.compile(
+    "espejo/platform",
+    syncConfig("platform", { namespaceSelector: selectsTeamA, syncItems: [cm("p")] }),
+  );
+  const team = {
+    metadata: {
+      namespace: "team",
+      name: "t",
+      generation: 1,
+      uid: "t",
+      annotations: { "sync.appuio.ch/service-account": "writer" },
+    },
+    spec: { namespaceSelector: selectsTeamA, syncItems: [cm("t")] },
+  } as SyncConfig;
+  registry.compile("team/t", team);
+  const calls: string[] = [];
+  let release: (() => void) | undefined;
+  const u = new NamespaceUnit({
+    namespaces: { get: (name) => name === NS.name ? NS : undefined },
+    configs: { catchUp: () => registry },
+    syncEvents: { recordChange: () => {} },
+    executor: {
+      syncItem: (
+        ref,
+        i,
+      ) => (calls.push(`${ref.cfg.key} ${i.name}`), Promise.resolve({ state: "synced", action: "none" })),
+      deleteItem: () => Promise.resolve({ state: "absent" }),
+    },
+    pruning: {
+      decide: () => Promise.resolve({ plans: [], listing: false, deleting: [] }),
+      pruneNamespace: () => Promise.resolve({ wrote: false, retry: false }),
+    },
+    trimmedLabels: { readSoon: () => Promise.resolve() },
+    view: new DelegatedView({
+      // The team's first review hangs until released, then its pace is spent.
+      rights: {
+        may: () => new Promise((_, reject) => release = () => reject(new ReviewsPaced(2000))),
+        forgetConfig: () => {},
+      },
+      resolve: () =>
+        Promise.resolve({
+          resource: "configmaps",
+          namespaced: true,
+          group: "",
+          version: "v1",
+          kind: "ConfigMap",
+          verbs: [],
+        }),
+    }),
+    large: { began: () => {}, ended: () => {} },
+  });
+  const running = u.run("team-a");
+  // The platform's item is synced while the team's review is still out.
+  for (let i = 0; i < 10 && !calls.length; i++) await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(calls, ["espejo/platform p"]);
+  release!();
+  const r = await running;
+  assert.deepEqual(r.configs.map((c) => c.cfgKey), ["espejo/platform"]);
+  assert.deepEqual(r.unselected, [], "the team's SyncConfig is deferred: its counts here are not dropped");
+  assert.equal(r.retryInMs, 2000, "the unit comes back when the team's reviews may go on");
 });

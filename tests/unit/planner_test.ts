@@ -133,6 +133,19 @@ Deno.test("planSyncItem: an object held by another SyncConfig's item fails, term
   );
 });
 
+Deno.test("planSyncItem: a SyncConfig of an untrusted namespace is not told the name of a holder of another namespace", async () => {
+  const t = await target(afterOwnWrite("2", (o) => (o.metadata!.annotations!["sync.appuio.ch/owner"] = "x/other")));
+  const untrusted = { ...t, cfg: { ...t.cfg, trusted: false } };
+  const { plan } = planSyncItem(untrusted, view({ claims: (owner) => owner === "x/other" }));
+  if (plan.kind !== "fail") throw new Error(plan.kind);
+  assert.match(plan.result.message, /the object is already managed by another SyncConfig;/);
+  assert.doesNotMatch(plan.result.message, /x\/other/);
+  const sameNamespace = { ...t, cfg: { ...t.cfg, key: "x/mine", namespace: "x", trusted: false } };
+  const named = planSyncItem(sameNamespace, view({ claims: (owner) => owner === "x/other" })).plan;
+  if (named.kind !== "fail") throw new Error(named.kind);
+  assert.match(named.result.message, /already managed by SyncConfig x\/other/, "its own namespace's it is told");
+});
+
 Deno.test("planSyncItem: an owner annotation no item backs is overwritten", async () => {
   const t = await target(afterOwnWrite("2", (o) => (o.metadata!.annotations!["sync.appuio.ch/owner"] = "x/ghost")));
   const { plan } = planSyncItem(t, view());
