@@ -72,7 +72,10 @@ export function clientFor(c: TestCluster, identity: Identity = c.admin): HttpKub
 
 export async function auditEvents(c: TestCluster): Promise<AuditEvent[]> {
   const text = await auditCaughtUp(c);
-  return text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditEvent);
+  // The API server may be writing the last line as it is read (a busy suite caught one cut short): only lines that
+  // end in a newline are whole.
+  const whole = text.slice(0, text.lastIndexOf("\n") + 1);
+  return whole.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as AuditEvent);
 }
 
 /**
