@@ -45,8 +45,6 @@ export type Contradictions = ReadonlyMap<string, ReadonlyMap<string, Contest>>;
 /** An item naming an object, as precedence needs it. */
 export interface Claim {
   cfgKey: string;
-  /** The SyncConfig's namespace: who may be told its name. */
-  cfgNamespace: string;
   trusted: boolean;
   list: "deleteItems" | "syncItems";
   index: number;
@@ -165,18 +163,28 @@ function undecidedContest(unasked: Claim[], item: Claim): Omit<Contest, "kind" |
   return { problem, undecided: true };
 }
 
-/** How `other` is named to the SyncConfig of `to`: by name only to trusted ones and within one namespace. */
+/**
+ * Whether the SyncConfig `to` may be told the name of SyncConfig `otherKey`: a trusted one any name, an untrusted one
+ * those of its own namespace only, which its team can read. The one rule for every message that names another.
+ */
+export function mayBeTold(otherKey: string, to: { key: string; trusted: boolean }): boolean {
+  return to.trusted || otherKey.split("/")[0] === to.key.split("/")[0];
+}
+
+/** How `other` is named to the SyncConfig of `to` ({@link mayBeTold}). */
 function nameFor(other: Claim, to: Claim): string {
   if (other.cfgKey === to.cfgKey) return `${other.field} of this SyncConfig`;
-  if (to.trusted || other.cfgNamespace === to.cfgNamespace) return `${other.field} of SyncConfig ${other.cfgKey}`;
+  if (mayBeTold(other.cfgKey, claimant(to))) return `${other.field} of SyncConfig ${other.cfgKey}`;
   return other.trusted ? "an item of a SyncConfig of a trusted namespace" : "an item of another SyncConfig";
 }
 
-/** The SyncConfig of `other` as named to that of `to`: see {@link nameFor}. */
+/** The SyncConfig of `other` as named to that of `to` ({@link mayBeTold}). */
 function namedTo(other: Claim, to: Claim): string {
   if (other.cfgKey === to.cfgKey) return "this SyncConfig";
-  return to.trusted || other.cfgNamespace === to.cfgNamespace ? `SyncConfig ${other.cfgKey}` : "another SyncConfig";
+  return mayBeTold(other.cfgKey, claimant(to)) ? `SyncConfig ${other.cfgKey}` : "another SyncConfig";
 }
+
+const claimant = (c: Claim) => ({ key: c.cfgKey, trusted: c.trusted });
 
 const claimOf = (
   cfg: CompiledSyncConfig,
@@ -185,7 +193,6 @@ const claimOf = (
   namespace: string,
 ): Claim => ({
   cfgKey: cfg.key,
-  cfgNamespace: cfg.namespace,
   trusted: cfg.trusted,
   list,
   index: item.index,

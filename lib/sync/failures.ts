@@ -11,7 +11,7 @@
 import { ApiError, isConflict, isRetriable } from "../kube/errors.ts";
 import type { TryOutcome } from "./retry_policy.ts";
 import { UnknownKindError } from "../kube/discovery.ts";
-import type { Contest } from "../model/contradictions.ts";
+import { type Contest, mayBeTold } from "../model/contradictions.ts";
 import { redactValues } from "../model/redact.ts";
 import { missingRightHint } from "./missing_right.ts";
 
@@ -141,8 +141,7 @@ export function tryOutcomeOf(e: unknown): TryOutcome {
  */
 export class OwnedByOther extends Error {
   constructor(readonly owner: string, claimant?: { key: string; trusted: boolean }) {
-    const sameNamespace = owner.split("/")[0] === claimant?.key.split("/")[0];
-    const shown = !claimant || claimant.trusted || sameNamespace ? `SyncConfig ${owner}` : "another SyncConfig";
+    const shown = !claimant || mayBeTold(owner, claimant) ? `SyncConfig ${owner}` : "another SyncConfig";
     super(`the object is already managed by ${shown}; two SyncConfigs cannot write the same object`);
     this.name = "OwnedByOther";
   }
