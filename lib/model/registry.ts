@@ -151,8 +151,9 @@ export class Registry<N extends NamespaceFacts & { name: string; phase: string }
     const named = this.items().naming(r.group, r.kind, ns.name, name);
     if (!named.length) return named;
     // One whose selection is not known may select it: counted, so that nothing it may want is pruned meanwhile.
-    const selecting = [...this.selecting(ns), ...this.unknownFor(ns)];
-    return named.filter((k) => selecting.includes(k));
+    const selecting = this.selecting(ns);
+    const unknown = this.unknownFor(ns);
+    return named.filter((k) => selecting.includes(k) || unknown.includes(k));
   }
 
   /**
