@@ -110,11 +110,23 @@ export async function createNamespace(admin: HttpKubeClient, name: string, label
   });
 }
 
-export async function createSyncConfig(admin: HttpKubeClient, namespace: string, name: string, spec: unknown) {
-  return await admin.request<KubeObject>({
+/** Creates SyncConfig `namespace/name` as `client` (an admin, or a team's author with its own token). */
+export async function createSyncConfig(
+  client: HttpKubeClient,
+  namespace: string,
+  name: string,
+  spec: unknown,
+  annotations?: Record<string, string>,
+) {
+  return await client.request<KubeObject>({
     method: "POST",
     path: `/apis/sync.appuio.ch/v1alpha1/namespaces/${namespace}/syncconfigs`,
-    body: { apiVersion: "sync.appuio.ch/v1alpha1", kind: "SyncConfig", metadata: { name, namespace }, spec },
+    body: {
+      apiVersion: "sync.appuio.ch/v1alpha1",
+      kind: "SyncConfig",
+      metadata: { name, namespace, ...(annotations ? { annotations } : {}) },
+      spec,
+    },
   });
 }
 

@@ -14,9 +14,13 @@ import type { Rng } from "./rng.ts";
 
 /** The world of the team moves. */
 export interface TeamWorld {
-  admin: HttpKubeClient;
   /** Teams that play: their namespace, whose ServiceAccount `writer` each SyncConfig names, and what it may see. */
-  teams: { namespace: string; seesVictims: boolean }[];
+  teams: {
+    namespace: string;
+    seesVictims: boolean;
+    /** The team's author, with a token of its own that may write SyncConfigs in `namespace` only. */
+    author: HttpKubeClient;
+  }[];
   /** Namespaces where other SyncConfigs (a team's, the platform's) sync {@link victims}; the players have no right there. */
   victimNamespaces: string[];
   /** ConfigMaps other SyncConfigs sync into every victim namespace. */
@@ -51,7 +55,7 @@ const SC_API = "/apis/sync.appuio.ch/v1alpha1";
 
 /** Creates or replaces (by merge patch of the whole spec) SyncConfig `namespace/name`, naming ServiceAccount writer. */
 export async function writeSyncConfig(
-  admin: HttpKubeClient,
+  author: HttpKubeClient,
   namespace: string,
   name: string,
   spec: Record<string, unknown>,
@@ -63,9 +67,9 @@ export async function writeSyncConfig(
     spec,
   };
   try {
-    await admin.request({ method: "POST", path: `${SC_API}/namespaces/${namespace}/syncconfigs`, body });
+    await author.request({ method: "POST", path: `${SC_API}/namespaces/${namespace}/syncconfigs`, body });
   } catch {
-    await admin.request({
+    await author.request({
       method: "PATCH",
       path: `${SC_API}/namespaces/${namespace}/syncconfigs/${name}`,
       contentType: "application/merge-patch+json",
@@ -89,7 +93,7 @@ const contest: TeamMove = {
       { matchNames: world.victimNamespaces.map((n) => n.replace(/-\d+$/, "-.*")).slice(0, 1) },
     ]);
     const name = `contest-${step}`;
-    await writeSyncConfig(world.admin, team.namespace, name, {
+    await writeSyncConfig(team.author, team.namespace, name, {
       namespaceSelector: selector,
       deleteItems: victims.map(configMapItem),
     });
@@ -110,7 +114,7 @@ const freshKeys: TeamMove = {
       key: `fresh.example/k-${step}-${i}-${rng.word()}`,
       operator: "DoesNotExist",
     }));
-    await writeSyncConfig(world.admin, team.namespace, "fresh-keys", {
+    await writeSyncConfig(team.author, team.namespace, "fresh-keys", {
       namespaceSelector: { labelSelector: { matchExpressions: expressions } },
       syncItems: [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "fresh-keys" }, data: { step: `${step}` } }],
     });
@@ -133,7 +137,7 @@ const probe: TeamMove = {
     if (!items.some((i) => i.exists)) items.push({ item: world.present[0], exists: true });
     if (!items.some((i) => !i.exists)) items.push({ item: world.absent[0], exists: false });
     const name = `probe-${step}`;
-    await writeSyncConfig(world.admin, team.namespace, name, {
+    await writeSyncConfig(team.author, team.namespace, name, {
       namespaceSelector: { matchNames: [world.victimNamespaces[0]] },
       deleteItems: items.map(({ item }) => ({ apiVersion: "v1", kind: item.kind, name: item.name })),
     });

@@ -2,8 +2,8 @@
  * Delegated mode against hostile teams (docs/threat-model.md, "Team SyncConfig authors"), as the issue found them: the
  * controller as it ships, inside the Go espejo's limits (100M, 30 % of a CPU), with `--trusted-namespaces
  * espejo-system` and WATCH_NAMESPACE empty, on a control plane of its own (it reads every namespace's SyncConfigs,
- * which would be the other tests'). Teams are ServiceAccounts with Roles in some namespaces; the audit log is the
- * witness of what was sent as whom.
+ * which would be the other tests'). Teams are ServiceAccounts with Roles in some namespaces; the hostile teams' authors
+ * write their SyncConfigs with tokens of their own; the audit log is the witness of what was sent as whom.
  *
  * - A team cannot switch off another SyncConfig's item where its ServiceAccount has no right: not a team's, not the
  *   platform's (which names a ServiceAccount of its own and still outranks every team); the holder of an object keeps
@@ -20,7 +20,15 @@ import { ControllerProcess } from "../../testenv/controller_process.ts";
 import { type AuditEvent, ControlPlane, freePorts, kubeconfigYaml } from "../../testenv/controlplane.ts";
 import { delegationFor, grantServiceAccount, type Rules } from "../../testenv/delegation.ts";
 import { espejoIdentity, optIn } from "../../testenv/espejo_rbac.ts";
-import { createNamespace, eventsOf, getObject, statusOf, type SyncConfigStatusView } from "../../testenv/harness.ts";
+import {
+  createNamespace,
+  createSyncConfig,
+  eventsOf,
+  getObject,
+  statusOf,
+  type SyncConfigStatusView,
+} from "../../testenv/harness.ts";
+import { createTenant } from "../../testenv/tenant.ts";
 import { auditEvents, clientFor, eventually, installBase, type TestCluster } from "../../testenv/shared.ts";
 import { Rng } from "../game/rng.ts";
 import { type Played, TEAM_MOVES, type TeamWorld } from "../game/team_moves.ts";
@@ -47,24 +55,8 @@ const configMap = (name: string, data: Record<string, string>) => ({
 });
 const cmPath = (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`;
 
-async function createSyncConfig(
-  admin: HttpKubeClient,
-  namespace: string,
-  name: string,
-  spec: unknown,
-  serviceAccount: string,
-): Promise<void> {
-  await admin.request({
-    method: "POST",
-    path: `${SC_API}/namespaces/${namespace}/syncconfigs`,
-    body: {
-      apiVersion: "sync.appuio.ch/v1alpha1",
-      kind: "SyncConfig",
-      metadata: { name, annotations: { "sync.appuio.ch/service-account": serviceAccount } },
-      spec,
-    },
-  });
-}
+/** The annotation a SyncConfig of each team carries: it writes as ServiceAccount `name` of its namespace. */
+const writesAs = (name: string) => ({ "sync.appuio.ch/service-account": name });
 
 /** A failure's message with the item, the object's name and its kind taken out: what is left must not tell them apart. */
 const shapeOf = (message: string) =>
@@ -94,6 +86,7 @@ Deno.test(
     const dir = await Deno.makeTempDir({ prefix: "espejo-delegation-hostile-" });
     const cgroup = await Cgroup.create(`espejo-hostile-${crypto.randomUUID().slice(0, 8)}`, "100M", 0.3);
     let ctl: ControllerProcess | undefined;
+    const authors = new Map<string, HttpKubeClient>();
     try {
       await installBase(cp.client());
       const espejo = await espejoIdentity(admin, PLATFORM);
@@ -120,6 +113,17 @@ Deno.test(
         ...CONFIGMAPS,
         ...SEE_NAMESPACE,
       ]);
+      // The hostile teams' authors act with tokens of their own: a ServiceAccount that may write SyncConfigs (and, as
+      // createTenant waits on it, ConfigMaps) in its team's namespace, nothing else.
+      for (const team of ["team-a", "team-c"]) {
+        const author = await createTenant(c, admin, team, {
+          rules: [
+            { apiGroups: [""], resources: ["configmaps"] },
+            { apiGroups: ["sync.appuio.ch"], resources: ["syncconfigs"] },
+          ],
+        });
+        authors.set(team, author.client);
+      }
 
       const kubeconfig = join(dir, "kubeconfig");
       await Deno.writeTextFile(kubeconfig, kubeconfigYaml(c.server, c.caPem, espejo));
@@ -133,11 +137,11 @@ Deno.test(
       await createSyncConfig(admin, "team-b", "settings", {
         namespaceSelector: { labelSelector: { matchLabels: { "team-b.example/tenant": "yes" } } },
         syncItems: [configMap("b-settings", { team: "b" })],
-      }, "writer");
+      }, writesAs("writer"));
       await createSyncConfig(admin, PLATFORM, "platform", {
         namespaceSelector: { matchNames: ["team-.*"] },
         syncItems: [configMap("platform-info", { from: "platform" })],
-      }, "platform-writer");
+      }, writesAs("platform-writer"));
       for (const ns of ["team-b-1", "team-b-2"]) {
         for (const name of ["b-settings", "platform-info"]) {
           await eventually(() => getObject(admin, cmPath(ns, name)), 60_000, `${name} in ${ns}`);
@@ -146,13 +150,13 @@ Deno.test(
 
       await t.step("a team without rights switches off neither a team's item nor the platform's", async () => {
         const since = new Date().toISOString();
-        await createSyncConfig(admin, "team-a", "veto", {
+        await createSyncConfig(authors.get("team-a")!, "team-a", "veto", {
           namespaceSelector: { matchNames: ["team-.*"] },
           deleteItems: [
             { apiVersion: "v1", kind: "ConfigMap", name: "b-settings" },
             { apiVersion: "v1", kind: "ConfigMap", name: "platform-info" },
           ],
-        }, "writer");
+        }, writesAs("writer"));
         // Its own namespace team-a-1 is the only one it sees: there b-settings is absent, and the platform's item,
         // which team a's ServiceAccount may delete there, outranks its deleteItem.
         const veto = await eventually(
@@ -213,7 +217,7 @@ Deno.test(
             path: "/api/v1/namespaces/team-b-1/configmaps",
             body: configMap("exists-cm", { a: "b" }),
           });
-          await createSyncConfig(admin, "team-c", "probe", {
+          await createSyncConfig(authors.get("team-c")!, "team-c", "probe", {
             namespaceSelector: { matchNames: ["team-b-1"] },
             deleteItems: [
               { apiVersion: "v1", kind: "Secret", name: "exists-secret" },
@@ -221,7 +225,7 @@ Deno.test(
               { apiVersion: "v1", kind: "Secret", name: "absent-secret" },
               { apiVersion: "v1", kind: "ConfigMap", name: "absent-cm" },
             ],
-          }, "writer");
+          }, writesAs("writer"));
           const s = await eventually(
             async () => {
               await ctl!.alive();
@@ -257,10 +261,10 @@ Deno.test(
       );
 
       await t.step("a label selector does not tell a team which namespaces carry a label it cannot read", async () => {
-        await createSyncConfig(admin, "team-a", "label-probe", {
+        await createSyncConfig(authors.get("team-a")!, "team-a", "label-probe", {
           namespaceSelector: { labelSelector: { matchLabels: { "customer.example/vip": "true" } } },
           syncItems: [configMap("probe", { a: "1" })],
-        }, "writer");
+        }, writesAs("writer"));
         // Its own namespace, labelled the same afterwards, is synced: the probe works where the team may look.
         await admin.request({
           method: "PATCH",
@@ -287,8 +291,10 @@ Deno.test(
         "a seeded game of team moves: contesting deleteItems, fresh selector keys, existence probes",
         async () => {
           const world: TeamWorld = {
-            admin,
-            teams: [{ namespace: "team-a", seesVictims: false }, { namespace: "team-c", seesVictims: true }],
+            teams: [
+              { namespace: "team-a", seesVictims: false, author: authors.get("team-a")! },
+              { namespace: "team-c", seesVictims: true, author: authors.get("team-c")! },
+            ],
             victimNamespaces: ["team-b-1", "team-b-2", "team-b-3"],
             victims: ["b-settings", "platform-info"],
             present: [{ kind: "Secret", name: "exists-secret" }, { kind: "ConfigMap", name: "exists-cm" }],
@@ -376,10 +382,10 @@ Deno.test(
             ...CONFIGMAPS,
             ...SEE_NAMESPACE,
           ]);
-          await createSyncConfig(admin, "team-a", "contender", {
+          await createSyncConfig(authors.get("team-a")!, "team-a", "contender", {
             namespaceSelector: { matchNames: ["team-b-2"] },
             deleteItems: [{ apiVersion: "v1", kind: "ConfigMap", name: "b-settings" }],
-          }, "writer");
+          }, writesAs("writer"));
           // Until team a's reviews are answered (its earlier SyncConfigs may have spent its pace) its item waits;
           // then it fails for good, the syncItem kept.
           const kept =
@@ -413,6 +419,7 @@ Deno.test(
     } finally {
       await ctl?.stop();
       await cgroup.remove().catch(() => {});
+      for (const author of authors.values()) author.close();
       admin.close();
       await cp.stop();
     }
