@@ -37,7 +37,6 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 /** The team moves' seeds (tests/game/team_moves.ts): between them every move, each several times. */
 export const GAME_SEEDS = [11, 12];
 const MOVES_PER_GAME = 6;
-const SC_API = "/apis/sync.appuio.ch/v1alpha1";
 const PLATFORM = "espejo-system";
 
 const CONFIGMAPS: Rules = [{
